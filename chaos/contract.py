@@ -1,0 +1,48 @@
+"""A target's contract: what its queue promises under failure, which the checker judges against."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from chaos.errors import ConfigError
+
+DELIVERY = ("at-least-once", "at-most-once", "exactly-once-effect")
+STALE_ACK = ("rejected", "accepted")
+OVERLAP = ("never", "after-lease-loss")
+
+
+@dataclass(frozen=True)
+class Contract:
+    recovery_bound_s: float
+    delivery: str = "at-least-once"
+    lease_s: float | None = None
+    heartbeat_s: float | None = None
+    stale_ack: str = "rejected"
+    overlap: str = "never"
+    max_attempts: int | None = None
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], where: str) -> Contract:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ConfigError(f"{where}: unknown contract key(s) {', '.join(unknown)}; expected keys among "
+                              f"{', '.join(sorted(known))}.")
+        if "recovery_bound_s" not in raw:
+            raise ConfigError(f"{where}: the [contract] table needs recovery_bound_s (seconds a job may stay "
+                              "unavailable after its owner dies), e.g. recovery_bound_s = 3.0.")
+        for key, allowed in (("delivery", DELIVERY), ("stale_ack", STALE_ACK), ("overlap", OVERLAP)):
+            if key in raw and raw[key] not in allowed:
+                raise ConfigError(f"{where}: contract {key} = {raw[key]!r}; expected one of {', '.join(allowed)}.")
+        for key in ("recovery_bound_s", "lease_s", "heartbeat_s"):
+            value = raw.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+                raise ConfigError(f"{where}: contract {key} = {value!r}; expected a non-negative number of seconds.")
+        attempts = raw.get("max_attempts")
+        if attempts is not None and (isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1):
+            raise ConfigError(f"{where}: contract max_attempts = {attempts!r}; expected a positive integer.")
+        return cls(**raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,27 @@
+"""One root exception, so the CLI can turn every known failure into a clear message and exit code."""
+
+from __future__ import annotations
+
+
+class ChaosError(Exception):
+    """Root of every error the suite raises on purpose."""
+
+    exit_code = 3
+
+
+class ConfigError(ChaosError):
+    """The user's input or machine is wrong (unknown target, bad toml, missing binary): exit 2."""
+
+    exit_code = 2
+
+
+class HarnessError(ChaosError):
+    """The suite itself could not do its job (a server would not start, a sink died): exit 3."""
+
+    exit_code = 3
+
+
+class NotExercised(ChaosError):
+    """A gate never matched, so the fault was never injected: the run is inconclusive (exit 4)."""
+
+    exit_code = 4

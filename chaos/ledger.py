@@ -1,0 +1,138 @@
+"""The run's history: one SQLite table (WAL) that every part appends to as things happen.
+
+Fault injection and checking meet only here, as in Jepsen: a runner killed halfway still leaves a
+readable ledger, and `chaos report` recomputes the verdict from it alone.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos.errors import ConfigError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+    mono   REAL NOT NULL,
+    wall   REAL NOT NULL,
+    source TEXT NOT NULL,
+    kind   TEXT NOT NULL,
+    job    TEXT,
+    worker TEXT,
+    data   TEXT NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that happened, stamped with the controller's monotonic and wall clocks."""
+
+    seq: int
+    mono: float
+    wall: float
+    source: str
+    kind: str
+    job: str | None = None
+    worker: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self, origin: float = 0.0) -> str:
+        """A one-line, human-readable form used in witnesses."""
+        who = f" worker={self.worker}" if self.worker else ""
+        job = f" job={self.job}" if self.job else ""
+        extra = " ".join(f"{k}={v}" for k, v in sorted(self.data.items()) if k not in ("job", "worker"))
+        return f"#{self.seq} +{self.mono - origin:8.3f}s {self.kind}{job}{who} {extra}".rstrip()
+
+
+class Ledger:
+    """Appends events durably; safe to call from many threads (one connection, one lock)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Condition()
+        self._events: list[Event] = []
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(SCHEMA)
+
+    def append(
+        self,
+        kind: str,
+        source: str,
+        *,
+        job: str | None = None,
+        worker: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> Event:
+        """Commit one event and return it; the commit happens before this returns."""
+        payload = data or {}
+        encoded = json.dumps(payload, sort_keys=True, default=str)
+        with self._lock:
+            mono, wall = time.monotonic(), time.time()
+            cursor = self._db.execute(
+                "INSERT INTO events (mono, wall, source, kind, job, worker, data) VALUES (?,?,?,?,?,?,?)",
+                (mono, wall, source, kind, job, worker, encoded),
+            )
+            assert cursor.lastrowid is not None
+            event = Event(cursor.lastrowid, mono, wall, source, kind, job, worker, payload)
+            self._events.append(event)
+            self._lock.notify_all()
+        return event
+
+    def events(self) -> list[Event]:
+        """A copy of everything committed so far, for the controller's own observations."""
+        with self._lock:
+            return list(self._events)
+
+    def wait_for(self, predicate: Callable[[Event], bool], timeout: float, after: int = 0) -> Event | None:
+        """Block until an event with seq > `after` satisfies `predicate`; None on timeout.
+
+        Scenarios order racing steps with this (and with gates), never with sleeps.
+        """
+        deadline = time.monotonic() + timeout
+        seen = 0
+        with self._lock:
+            while True:
+                for event in self._events[seen:]:
+                    if event.seq > after and predicate(event):
+                        return event
+                seen = len(self._events)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._lock.wait(remaining)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def read_events(path: Path) -> list[Event]:
+    """Read a ledger in commit order; works on a ledger whose writer was killed."""
+    return list(iter_events(path))
+
+
+def iter_events(path: Path) -> Iterator[Event]:
+    if not path.is_file():
+        raise ConfigError(
+            f"No ledger at {path}. Expected a run directory written by `chaos run` containing "
+            "ledger.sqlite; pass the run directory itself (runs/<time>-<target>-<scenario>)."
+        )
+    db = sqlite3.connect(str(path))
+    try:
+        rows = db.execute("SELECT seq, mono, wall, source, kind, job, worker, data FROM events ORDER BY seq")
+        for seq, mono, wall, source, kind, job, worker, data in rows:
+            yield Event(seq, mono, wall, source, kind, job, worker, json.loads(data))
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"{path} is not a readable queue-chaos ledger ({exc}).") from exc
+    finally:
+        db.close()

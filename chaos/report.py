@@ -1,0 +1,53 @@
+"""Reports: verdict.json for CI to gate on, and the short human summary the CLI prints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from chaos.verdict import Verdict
+
+WITNESS_LINES = 40
+
+
+def write_reports(run_dir: Path, verdict: Verdict) -> None:
+    (run_dir / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2, default=str) + "\n")
+    (run_dir / "summary.txt").write_text(summary(verdict, run_dir) + "\n")
+
+
+def _witness_line(entry: dict[str, Any]) -> str:
+    data = " ".join(f"{k}={v}" for k, v in sorted(entry["data"].items()) if k not in ("argv", "create_time"))
+    who = " ".join(f"{k}={entry[k]}" for k in ("job", "worker") if entry.get(k))
+    return f"#{entry['seq']:<5} +{entry['t']:8.3f}s  {entry['kind']:<16} {who} {data}".rstrip()
+
+
+def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
+    lines = [f"{verdict.verdict.upper()}: target {verdict.target}, scenario {verdict.scenario}, seed {verdict.seed}"]
+    if verdict.counts:
+        shown = [f"{name} {count}" for name, count in verdict.counts.items() if count or name in
+                 ("enqueued", "completed", "redelivered", "lost", "stuck")]
+        lines.append("jobs: " + ", ".join(shown))
+    for fault in verdict.faults:
+        state = "exercised" if fault.exercised else "NOT exercised"
+        gate = f" at gate {fault.gate}" if fault.gate else ""
+        lines.append(f"fault {fault.id}: {fault.kind} {fault.target}{gate}: {state} ({fault.why})")
+    if verdict.recovery.get("jobs"):
+        rec = verdict.recovery
+        lines.append(f"recovery: min {rec['min_s']}s, median {rec['median_s']}s, max {rec['max_s']}s "
+                     f"(bound {verdict.contract.get('recovery_bound_s')}s)")
+    for note in verdict.notes:
+        lines.append(f"note: {note}")
+    for violation in verdict.violations:
+        lines.append(f"violation {violation.kind} {violation.job or ''}: {violation.message}")
+        witness = violation.witness[-WITNESS_LINES:]
+        if len(violation.witness) > len(witness):
+            lines.append(f"    ... {len(violation.witness) - len(witness)} earlier events in verdict.json")
+        lines += ["    " + _witness_line(entry) for entry in witness]
+    if verdict.error:
+        lines.append("checker error:\n" + verdict.error)
+    if run_dir is not None:
+        lines.append(f"run dir: {run_dir}")
+    if verdict.reproduce:
+        lines.append(f"reproduce: {verdict.reproduce}")
+    return "\n".join(lines)

@@ -1,0 +1,169 @@
+"""Starts and signals the run's processes, and guarantees none outlives the run.
+
+Each process gets its own session (so its group can be signalled as a whole), a log file in the run
+dir, and a recorded identity (pid + create time): a signal is sent only while that identity still
+holds, so a recycled pid is never hit. Exits are reaped into the ledger as they happen.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import psutil
+
+from chaos.errors import ConfigError, HarnessError
+from chaos.ledger import Ledger
+
+Scope = Literal["process", "tree"]
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: if the controller is SIGKILLed, the kernel kills this child."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass
+class Managed:
+    """A process the supervisor started, with the identity recorded at start."""
+
+    name: str
+    role: str
+    popen: subprocess.Popen[bytes]
+    identity: psutil.Process
+    log: Path
+    stopped: bool = False
+    reaper: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+
+class Supervisor:
+    """Owns every process of a run; `close()` leaves none running or stopped."""
+
+    def __init__(self, ledger: Ledger, log_dir: Path) -> None:
+        self.ledger = ledger
+        self.log_dir = log_dir
+        self.processes: dict[str, Managed] = {}
+        self._lock = threading.Lock()
+
+    def start(self, name: str, argv: list[str], env: dict[str, str], role: str = "worker",
+              cwd: Path | None = None) -> Managed:
+        if name in self.processes and self.processes[name].alive:
+            raise HarnessError(f"process {name} is already running")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = self.log_dir / f"{name}.log"
+        try:
+            with open(log, "ab") as out:
+                popen = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
+        except FileNotFoundError as exc:
+            raise ConfigError(
+                f"Cannot start {role} {name}: the program {argv[0]!r} was not found. Expected an executable "
+                "on PATH or an absolute path in the target's worker command; install it or fix target.toml."
+            ) from exc
+        identity = psutil.Process(popen.pid)  # unreaped, so it exists even if it already exited
+        managed = Managed(name, role, popen, identity, log)
+        self.ledger.append("process.start", "supervisor", worker=name,
+                           data={"pid": popen.pid, "role": role, "argv": argv,
+                                 "create_time": identity.create_time()})
+        managed.reaper = threading.Thread(target=self._reap, args=(managed,), name=f"reap-{name}", daemon=True)
+        with self._lock:
+            self.processes[name] = managed
+        managed.reaper.start()
+        return managed
+
+    def _reap(self, managed: Managed) -> None:
+        code = managed.popen.wait()
+        data: dict[str, object] = {"pid": managed.pid, "role": managed.role, "returncode": code}
+        if code < 0:
+            data["signal"] = signal.Signals(-code).name
+        self.ledger.append("process.exit", "supervisor", worker=managed.name, data=data)
+
+    def _members(self, managed: Managed, scope: Scope) -> list[psutil.Process]:
+        """The live processes a signal should reach; the root only while its identity still holds."""
+        if not managed.alive or managed.identity.pid != managed.pid:
+            return []
+        members = [managed.identity]
+        if scope == "tree":
+            try:
+                members += managed.identity.children(recursive=True)
+            except psutil.NoSuchProcess:
+                pass
+        return members
+
+    def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree") -> list[int]:
+        """Send `sig` to a process (or its tree); returns the pids that received it."""
+        managed = self.processes[name]
+        hit: list[int] = []
+        for proc in self._members(managed, scope):
+            try:
+                proc.send_signal(sig)  # psutil refuses if the pid was recycled
+                hit.append(proc.pid)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        if sig == signal.SIGSTOP and hit:
+            managed.stopped = True
+        elif sig in (signal.SIGCONT, signal.SIGKILL):
+            managed.stopped = False
+        return hit
+
+    def kill(self, name: str, scope: Scope = "tree") -> list[int]:
+        return self.signal(name, signal.SIGKILL, scope)
+
+    def wait_exit(self, name: str, timeout: float) -> int | None:
+        """Wait until the process is reaped into the ledger; returns its return code."""
+        managed = self.processes[name]
+        assert managed.reaper is not None
+        managed.reaper.join(timeout)
+        return managed.popen.returncode if not managed.reaper.is_alive() else None
+
+    def stop(self, name: str, grace: float = 3.0) -> None:
+        """End one process gently (SIGCONT if stopped, SIGTERM), then forcibly after `grace`."""
+        managed = self.processes[name]
+        if managed.stopped:
+            self.signal(name, signal.SIGCONT)
+        self.signal(name, signal.SIGTERM)
+        if self.wait_exit(name, grace) is None:
+            self.kill(name)
+            if self.wait_exit(name, 5.0) is None:
+                raise HarnessError(f"process {name} (pid {managed.pid}) survived SIGKILL")
+
+    def close(self) -> None:
+        """Resume anything stopped, terminate everything, and reap it all: nothing is left behind."""
+        with self._lock:
+            running = [m for m in self.processes.values() if m.alive]
+        for managed in running:
+            if managed.stopped:
+                self.signal(managed.name, signal.SIGCONT)
+            self.signal(managed.name, signal.SIGTERM)
+        for managed in running:
+            if self.wait_exit(managed.name, 3.0) is None:
+                self.kill(managed.name)
+                self.wait_exit(managed.name, 5.0)
+        for managed in running:
+            _kill_group_leftovers(managed.pid)
+
+
+def _kill_group_leftovers(pgid: int) -> None:
+    """Daemonized grandchildren keep the worker's process group; make sure none survives."""
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) == pgid:
+                proc.kill()
+        except (ProcessLookupError, psutil.NoSuchProcess, psutil.AccessDenied, PermissionError):
+            continue

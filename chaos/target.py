@@ -1,0 +1,170 @@
+"""Targets: a folder with target.toml (backend, worker command, params, contract) and its control code.
+
+The control side is a class named in target.toml that sets up the queue, enqueues jobs, gives the
+worker environment, and takes the final `snapshot()` of every job as the queue itself sees it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from chaos.contract import Contract
+from chaos.errors import ConfigError
+
+BACKENDS = ("postgres",)
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job the scenario enqueues: how long its handler runs, and whether it always fails (poison)."""
+
+    id: str
+    handler_s: float = 0.0
+    fail: bool = False
+
+    def payload(self) -> dict[str, Any]:
+        return {"handler_s": self.handler_s, "fail": self.fail}
+
+
+@dataclass(frozen=True)
+class JobState:
+    """One job as the queue sees it at the end: pending, claimed, done, dead (or absent)."""
+
+    job: str
+    state: str
+    owner: str | None = None
+    attempts: int | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class Control(Protocol):
+    """What a target's control class provides; it is constructed with (backend, params, contract)."""
+
+    def setup(self) -> None: ...
+    def enqueue(self, jobs: list[Job]) -> None: ...
+    def worker_env(self) -> dict[str, str]: ...
+    def snapshot(self) -> list[JobState]: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    path: Path
+    description: str
+    backend: str
+    control: str
+    worker: list[str]
+    contract: Contract
+    params: dict[str, str]
+    choices: dict[str, list[str]]
+    reconciler: list[str] | None = None
+
+    def with_params(self, overrides: dict[str, str]) -> Target:
+        """Apply `-p key=value` overrides, refusing unknown keys and values outside the declared choices."""
+        params = dict(self.params)
+        for key, value in overrides.items():
+            if key not in params:
+                known = ", ".join(sorted(params)) or "none"
+                raise ConfigError(f"Target {self.name} has no parameter {key!r}; its parameters are: {known}. "
+                                  f"Pass them as -p key=value.")
+            allowed = self.choices.get(key)
+            if allowed and value not in allowed:
+                raise ConfigError(f"Target {self.name}: parameter {key}={value!r} is not one of "
+                                  f"{', '.join(allowed)}.")
+            params[key] = value
+        return Target(self.name, self.path, self.description, self.backend, self.control, self.worker,
+                      self.contract, params, self.choices, self.reconciler)
+
+    def command(self, argv: list[str]) -> list[str]:
+        return [part.format(python=sys.executable, target_dir=str(self.path)) for part in argv]
+
+    def load_control(self, backend: Any) -> Control:
+        module_name, _, attr = self.control.partition(":")
+        file = self.path / f"{module_name}.py"
+        spec = importlib.util.spec_from_file_location(f"chaos_target_{self.name}_{module_name}", file)
+        if spec is None or spec.loader is None or not file.is_file():
+            raise ConfigError(f"{self.path / 'target.toml'}: control = {self.control!r} names {file}, which "
+                              "does not exist. Expected 'module:Class' with module.py in the target folder.")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        factory = getattr(module, attr or "Control", None)
+        if factory is None:
+            raise ConfigError(f"{file} defines no {attr or 'Control'}; target.toml's control names it.")
+        control: Control = factory(backend, dict(self.params), self.contract)
+        return control
+
+
+def search_roots(kind: str) -> list[Path]:
+    """Where targets/scenarios are looked up: ./<kind>, $CHAOS_<KIND>_PATH, then the suite's own."""
+    roots = [Path.cwd() / kind]
+    extra = os.environ.get(f"CHAOS_{kind.upper()}_PATH")
+    if extra:
+        roots += [Path(p) for p in extra.split(os.pathsep) if p]
+    roots.append(REPO_ROOT / kind)
+    unique: list[Path] = []
+    for root in roots:
+        if root.resolve() not in [u.resolve() for u in unique]:
+            unique.append(root)
+    return unique
+
+
+def available_targets() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for root in search_roots("targets"):
+        for toml in sorted(root.glob("*/target.toml")) if root.is_dir() else []:
+            found.setdefault(toml.parent.name, toml.parent)
+    return found
+
+
+def find_target(name_or_path: str) -> Target:
+    path = Path(name_or_path)
+    if path.is_dir() and (path / "target.toml").is_file():
+        return load_target(path)
+    if path.name == "target.toml" and path.is_file():
+        return load_target(path.parent)
+    known = available_targets()
+    if name_or_path in known:
+        return load_target(known[name_or_path])
+    raise ConfigError(f"Unknown target {name_or_path!r}: expected the name of a folder with a target.toml under "
+                      f"{', '.join(str(r) for r in search_roots('targets'))}, or a path to one. Known targets: "
+                      f"{', '.join(sorted(known)) or 'none'}. `chaos list` shows them.")
+
+
+def load_target(folder: Path) -> Target:
+    file = folder / "target.toml"
+    try:
+        raw = tomllib.loads(file.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file} is not valid TOML ({exc}). Fix the syntax; see targets/pg_lease/target.toml "
+                          "for a complete example.") from exc
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {file}: {exc}.") from exc
+
+    def need(key: str, kind: type, example: str) -> Any:
+        value = raw.get(key)
+        if not isinstance(value, kind):
+            raise ConfigError(f"{file}: expected {key} = {example}, found {value!r}. See targets/pg_lease/"
+                              "target.toml for a complete example.")
+        return value
+
+    backend = need("backend", str, '"postgres"')
+    if backend not in BACKENDS:
+        raise ConfigError(f"{file}: backend = {backend!r} is not supported; expected one of {', '.join(BACKENDS)}.")
+    worker = need("worker", list, '["{python}", "{target_dir}/worker.py"] (the worker command)')
+    reconciler = raw.get("reconciler")
+    for argv, key in ((worker, "worker"), (reconciler or ["x"], "reconciler")):
+        if not argv or not all(isinstance(part, str) for part in argv):
+            raise ConfigError(f"{file}: {key} must be a non-empty list of strings (a command and its arguments).")
+    contract = Contract.from_dict(dict(need("contract", dict, "a [contract] table")), str(file))
+    params = {str(k): str(v) for k, v in dict(raw.get("params", {})).items()}
+    choices = {str(k): [str(v) for v in values] for k, values in dict(raw.get("choices", {})).items()}
+    return Target(str(raw.get("name", folder.name)), folder.resolve(), str(raw.get("description", "")), backend,
+                  str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler)

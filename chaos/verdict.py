@@ -1,0 +1,53 @@
+"""Verdicts: the checker's output, frozen, serialisable to the verdict.json CI gates on."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+EXIT_CODES = {"pass": 0, "fail": 1, "error": 3, "inconclusive": 4}
+OUTCOMES = ("completed", "redelivered", "overlapped", "lost", "stuck", "dead_lettered", "unexpected", "unknown")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken promise, with the witness: that job's events in order, with the faults around them."""
+
+    kind: str
+    job: str | None
+    message: str
+    witness: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FaultReport:
+    id: str
+    kind: str
+    target: str | None
+    exercised: bool
+    why: str
+    gate: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str
+    target: str
+    scenario: str
+    seed: int | None
+    contract: dict[str, Any]
+    counts: dict[str, int]
+    jobs: dict[str, str]
+    faults: list[FaultReport]
+    violations: list[Violation]
+    recovery: dict[str, Any]
+    reproduce: str = ""
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

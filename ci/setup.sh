@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sets up everything queue-chaos needs on a Debian-like machine: server binaries and the package.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_debs=()
+command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_debs+=(postgresql)
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 \
+  || need_debs+=(libfaketime faketime)
+if [ ${#need_debs[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_debs[@]}" >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check -e ".[test]"

@@ -1,0 +1,27 @@
+"""Kill a worker after the external effect but before the acknowledgement (seeds' checklist, item 1).
+
+Risk probed: "a worker can send an email or charge a card and crash before acknowledging the job".
+A gate holds the owner right after its effect is recorded; its whole process tree is SIGKILLed while
+held, a replacement worker starts, and the queue must hand the job to someone else within the
+contract's recovery bound. Under at-least-once that is a redelivery; a committed marker with no
+recovery rule leaves the job stuck.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+JOBS = 8
+
+
+def run(ctx: Any) -> None:
+    jobs = ctx.enqueue(JOBS)
+    victim = ctx.rng.choice(jobs)
+    gate = ctx.arm("after:effect", job=victim)
+    ctx.start_worker()
+    ctx.start_worker()
+    held = ctx.wait(gate)
+    ctx.kill(held["worker"], gate=gate)
+    ctx.release(gate)
+    ctx.start_worker()
+    ctx.wait_drained(ctx.recovery_deadline())

@@ -1,0 +1,166 @@
+"""pg_lease worker: the visibility-timeout seed, with its broken variants behind parameters.
+
+Correct (the defaults): the claim predicate includes `lease_expires_at`, FOR UPDATE SKIP LOCKED, a
+random claim token, a heartbeat thread that extends only while `claim_token` and status still match
+(RowsAffected() == 1), a watchdog that stops the handler when an extension fails, a conditional ack,
+and every timestamp from the database's clock.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import uuid
+from typing import Any
+
+import psycopg
+
+from chaos import probe
+from chaos.worker import POLL_S, JobFailed, WorkerSettings, log, retrying, run_handler, settings, stop_flag
+
+TRANSIENT = (psycopg.OperationalError,)
+
+CLAIM = """
+UPDATE jobs SET status = 'claimed', claim_token = %(token)s, claimed_by = %(worker)s,
+       lease_expires_at = {now} + make_interval(secs => %(lease)s), attempts = attempts + 1
+WHERE id = (SELECT id FROM jobs
+            WHERE (status = 'pending' AND available_at <= {now})
+               OR (status = 'claimed' AND lease_expires_at < {now})
+            ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1)
+RETURNING id, payload, attempts"""
+EXTEND = """
+UPDATE jobs SET lease_expires_at = {now} + make_interval(secs => %(lease)s)
+WHERE id = %(job)s AND claim_token = %(token)s AND status = 'claimed'"""
+STILL_OWNED = """
+SELECT 1 FROM jobs WHERE id = %(job)s AND claim_token = %(token)s AND status = 'claimed'
+                     AND lease_expires_at > {now}"""
+ACK = {
+    "conditional": "UPDATE jobs SET status = 'done', lease_expires_at = NULL "
+                   "WHERE id = %(job)s AND claim_token = %(token)s AND status = 'claimed'",
+    "unconditional": "UPDATE jobs SET status = 'done', lease_expires_at = NULL WHERE id = %(job)s",
+}
+FAIL = """
+UPDATE jobs SET status = CASE WHEN attempts >= %(max_attempts)s THEN 'dead' ELSE 'pending' END,
+       available_at = now(), claim_token = NULL, lease_expires_at = NULL
+WHERE id = %(job)s AND claim_token = %(token)s AND status = 'claimed'"""
+
+
+class Db:
+    """One autocommit connection that reconnects after the server restarted under it."""
+
+    def __init__(self, dsn: str, clock: str) -> None:
+        self.dsn = dsn
+        self.clock = clock
+        self.conn: psycopg.Connection[Any] | None = None
+
+    def run(self, sql: str, args: dict[str, Any]) -> tuple[int, list[tuple[Any, ...]]]:
+        if self.conn is None or self.conn.closed:
+            self.conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=3)
+        now = "%(now)s" if self.clock == "worker" else "now()"
+        args = dict(args, now=datetime.datetime.now(datetime.UTC))
+        try:
+            cursor = self.conn.execute(sql.format(now=now), args)
+            return cursor.rowcount, cursor.fetchall() if cursor.description else []
+        except TRANSIENT:
+            self.conn.close()
+            self.conn = None
+            raise
+
+
+class Heartbeat:
+    """Extends the lease from its own thread; sets `lost` the moment an extension fails."""
+
+    def __init__(self, db: Db, cfg: WorkerSettings, job: str, token: str, lost: threading.Event) -> None:
+        self.db, self.cfg, self.job, self.token, self.lost = db, cfg, job, token, lost
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{job}", daemon=True)
+
+    def beat(self) -> bool:
+        try:
+            rows, _ = self.db.run(EXTEND, {"job": self.job, "token": self.token, "lease": self.cfg.lease_s})
+            ok = rows == 1
+        except TRANSIENT as exc:
+            log(f"heartbeat for {self.job} failed: {exc!r}")
+            ok = False
+        probe.heartbeat(self.job, self.token, ok)
+        if not ok:
+            self.lost.set()
+        return ok
+
+    def _loop(self) -> None:
+        while not self._done.wait(self.cfg.heartbeat_s) and self.beat():
+            pass
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+def process(db: Db, hb_db: Db, cfg: WorkerSettings, stop: threading.Event,
+            job: str, payload: dict[str, Any], token: str) -> None:
+    mode, watchdog = cfg.param("heartbeat"), cfg.param("watchdog") == "on"
+    lost = threading.Event()
+    heartbeat = Heartbeat(hb_db, cfg, job, token, lost)
+    if mode == "thread":
+        heartbeat.start()
+    elif mode == "inline":
+        heartbeat.beat()
+    try:
+        try:
+            finished = run_handler(payload, lost if watchdog else None)
+        except JobFailed as exc:
+            heartbeat.stop()
+            rows, _ = retrying(lambda: db.run(FAIL, {"job": job, "token": token,
+                                                     "max_attempts": cfg.contract.get("max_attempts") or 1}),
+                               TRANSIENT, stop)
+            probe.ack(job, token, False)
+            log(f"{job} failed ({exc}); requeued or dead-lettered: {rows == 1}")
+            return
+        if watchdog and not (finished and checkpoint(db, heartbeat, mode, job, token, stop)):
+            probe.abandon(job, token)
+            log(f"{job}: lease lost, handler stopped before its effect")
+            return
+        probe.effect(job, token)
+    finally:
+        heartbeat.stop()
+    rows, _ = retrying(lambda: db.run(ACK[cfg.param("ack")], {"job": job, "token": token}), TRANSIENT, stop)
+    probe.ack(job, token, rows == 1)
+
+
+def checkpoint(db: Db, heartbeat: Heartbeat, mode: str, job: str, token: str, stop: threading.Event) -> bool:
+    """Between units of work, confirm the claim still holds before doing the effect."""
+    if mode != "none":
+        heartbeat.stop()
+        return heartbeat.beat()
+    rows, _ = retrying(lambda: db.run(STILL_OWNED, {"job": job, "token": token}), TRANSIENT, stop)
+    return rows == 1
+
+
+def main() -> None:
+    cfg = settings()
+    stop = stop_flag()
+    db, hb_db = Db(cfg.dsn, cfg.param("clock")), Db(cfg.dsn, cfg.param("clock"))
+    log(f"started with {cfg.params}")
+    while not stop.is_set():
+        token = uuid.uuid4().hex
+        try:
+            _, rows = db.run(CLAIM, {"token": token, "worker": cfg.worker_id, "lease": cfg.lease_s})
+        except TRANSIENT as exc:
+            log(f"claim failed: {exc!r}")
+            stop.wait(0.2)
+            continue
+        if not rows:
+            stop.wait(POLL_S)
+            continue
+        job, payload, attempts = rows[0]
+        probe.send("claim", job, token=token, attempt=attempts)
+        process(db, hb_db, cfg, stop, job, payload, token)
+    log("stopping")
+
+
+if __name__ == "__main__":
+    main()

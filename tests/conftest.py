@@ -1,0 +1,63 @@
+"""Shared fixtures: a real ledger and sink, and a check that no test leaves a process behind."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from chaos.ledger import Ledger
+from chaos.sink import Sink
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
+    led = Ledger(tmp_path / "ledger.sqlite")
+    yield led
+    led.close()
+
+
+@pytest.fixture
+def sink(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sink]:
+    """A running sink, with this process's environment pointing chaos.probe at it."""
+    with Sink(ledger) as running:
+        monkeypatch.setenv("CHAOS_SINK_URL", running.url)
+        monkeypatch.setenv("CHAOS_RUN_TOKEN", running.token)
+        monkeypatch.setenv("CHAOS_WORKER_ID", "w-test")
+        yield running
+
+
+def descendants() -> list[psutil.Process]:
+    alive = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return alive
+
+
+def describe(proc: psutil.Process) -> str:
+    try:
+        return f"{proc.pid} {' '.join(proc.cmdline())}"
+    except psutil.Error:
+        return f"{proc.pid} (exited)"
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    """Cleanup is part of correctness: every test must end with no child process of ours alive.
+
+    A process already dying (killed, not yet reaped by its parent) gets a moment to finish.
+    """
+    before = {p.pid for p in descendants()}
+    yield
+    left = [p for p in descendants() if p.pid not in before]
+    _, still = psutil.wait_procs(left, timeout=2)
+    still = [p for p in still if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    for proc in still:
+        proc.kill()
+    assert not still, f"processes left behind: {[describe(p) for p in still]}"

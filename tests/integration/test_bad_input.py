@@ -1,0 +1,74 @@
+"""Bad input: one clear paragraph saying what was expected and how to fix it, exit 2, no traceback,
+and nothing left running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.runner import chaos, processes_mentioning
+
+
+def assert_usage_error(result, *phrases: str) -> None:  # type: ignore[no-untyped-def]
+    assert result.code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    for phrase in phrases:
+        assert phrase in result.stderr, result.stderr
+    assert not processes_mentioning(str(result.run_dir)) if result.run_dir else True
+
+
+def test_unknown_target(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "no_such_queue", "--scenario", "kill_after_effect_before_ack",
+                   "--runs-dir", str(tmp_path))
+    assert_usage_error(result, "Unknown target 'no_such_queue'", "pg_lease", "chaos list")
+    assert not list(tmp_path.iterdir()), "no run dir for a run that never started"
+
+
+def test_unknown_scenario(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "pg_lease", "--scenario", "nope", "--runs-dir", str(tmp_path))
+    assert_usage_error(result, "Unknown scenario 'nope'", "kill_after_effect_before_ack")
+
+
+@pytest.mark.parametrize("toml, phrase", [
+    ("backend = \n", "is not valid TOML"),
+    ('backend = "postgres"\nworker = ["x"]\n', "expected contract = a [contract] table"),
+    ('backend = "oracle"\nworker = ["x"]\n[contract]\nrecovery_bound_s = 1\n', "backend = 'oracle' is not supported"),
+    ('backend = "postgres"\nworker = ["x"]\n[contract]\nrecovery_bound_s = 1\ndelivery = "maybe"\n',
+     "contract delivery = 'maybe'"),
+    ('backend = "postgres"\nworker = ["x"]\n[contract]\nlease_s = 1\n', "needs recovery_bound_s"),
+])
+def test_malformed_target_toml(tmp_path: Path, toml: str, phrase: str) -> None:
+    target = tmp_path / "mytarget"
+    target.mkdir()
+    (target / "target.toml").write_text(toml)
+    result = chaos("run", "--target", str(target), "--scenario", "kill_after_effect_before_ack",
+                   "--runs-dir", str(tmp_path / "runs"))
+    assert_usage_error(result, phrase, "target.toml")
+
+
+def test_unknown_parameter_and_bad_value(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "pg_lease", "--scenario", "kill_after_effect_before_ack", "-p", "color=red",
+                   "--runs-dir", str(tmp_path))
+    assert_usage_error(result, "no parameter 'color'", "heartbeat")
+    result = chaos("run", "--target", "pg_lease", "--scenario", "kill_after_effect_before_ack", "-p", "ack=sometimes",
+                   "--runs-dir", str(tmp_path))
+    assert_usage_error(result, "ack='sometimes' is not one of conditional, unconditional")
+
+
+def test_missing_initdb(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "pg_lease", "--scenario", "kill_after_effect_before_ack",
+                   "--runs-dir", str(tmp_path), env={"CHAOS_POSTGRES_BIN": "/nonexistent"})
+    assert_usage_error(result, "CHAOS_POSTGRES_BIN=/nonexistent", "initdb")
+
+
+def test_bad_external_dsn(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "pg_lease", "--scenario", "kill_after_effect_before_ack", "--backend",
+                   "external", "--backend-url", "postgresql://nobody:secret@127.0.0.1:1/x", "--runs-dir", str(tmp_path))
+    assert_usage_error(result, "127.0.0.1")
+    assert "secret" not in result.stderr, "passwords are masked"
+
+
+def test_report_on_a_directory_without_a_ledger(tmp_path: Path) -> None:
+    result = chaos("report", str(tmp_path), runs_dir=tmp_path)
+    assert_usage_error(result, "No ledger")

@@ -1,0 +1,77 @@
+"""Known answers on real PostgreSQL: a correct target passes, a broken one fails with the right violation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.runner import chaos, processes_mentioning
+
+SCENARIO = "kill_after_effect_before_ack"
+
+
+def effects_of(verdict: dict, job: str) -> list[dict]:
+    return [e for v in verdict["violations"] for e in v["witness"] if e["job"] == job and e["kind"] == "probe.effect"]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_pg_lease_redelivers_the_killed_job_within_its_bound(tmp_path: Path, seed: int) -> None:
+    result = chaos("run", "--target", "pg_lease", "--scenario", SCENARIO, "--seed", str(seed),
+                   "--runs-dir", str(tmp_path))
+    assert result.code == 0, result.stdout + result.stderr
+    verdict = result.verdict
+    assert verdict["verdict"] == "pass"
+    counts = verdict["counts"]
+    assert counts["enqueued"] == 8 and counts["redelivered"] == 1 and counts["completed"] == 7
+    assert counts["lost"] == 0 and counts["stuck"] == 0 and counts["effects"] == 9
+    (fault,) = verdict["faults"]
+    assert fault["kind"] == "kill" and fault["exercised"]
+    (job,) = [j for j, outcome in verdict["jobs"].items() if outcome == "redelivered"]
+    (recovery,) = verdict["recovery"]["jobs"][job]
+    assert recovery <= verdict["contract"]["recovery_bound_s"]
+    assert "PASS" in result.stdout and f"--seed {seed}" in result.stdout
+    assert not processes_mentioning(str(result.run_dir))
+
+
+def test_pg_lease_second_effect_is_by_another_worker_within_the_bound(tmp_path: Path) -> None:
+    from chaos.ledger import read_events
+
+    result = chaos("run", "--target", "pg_lease", "--scenario", SCENARIO, "--seed", "7", "--runs-dir", str(tmp_path))
+    assert result.code == 0, result.stdout + result.stderr
+    assert result.run_dir is not None
+    events = read_events(result.run_dir / "ledger.sqlite")
+    (job,) = [j for j, o in result.verdict["jobs"].items() if o == "redelivered"]
+    effects = [e for e in events if e.kind == "probe.effect" and e.job == job]
+    kill = next(e for e in events if e.kind == "fault.applied")
+    assert len(effects) == 2 and effects[0].worker != effects[1].worker
+    assert effects[0].seq < kill.seq < effects[1].seq
+    assert effects[1].mono - kill.mono <= result.verdict["contract"]["recovery_bound_s"]
+
+
+def test_pg_naive_leaves_the_killed_job_stuck(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "pg_naive", "--scenario", SCENARIO, "--seed", "1", "--runs-dir", str(tmp_path))
+    assert result.code == 1, result.stdout + result.stderr
+    verdict = result.verdict
+    assert verdict["verdict"] == "fail"
+    (violation,) = verdict["violations"]
+    assert violation["kind"] == "stuck"
+    kinds = [e["kind"] for e in violation["witness"]]
+    # The witness shows why: effect, then the kill of its owner, then no other claim, then 'claimed' at the end.
+    assert kinds.index("probe.effect") < kinds.index("fault.applied") < kinds.index("snapshot")
+    assert kinds.count("probe.claim") == 1
+    assert violation["witness"][-1]["data"]["state"] == "claimed"
+    assert verdict["faults"][0]["exercised"]
+    assert "violation stuck" in result.stdout
+    assert not processes_mentioning(str(result.run_dir))
+
+
+def test_report_recomputes_the_verdict_from_the_ledger_alone(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "pg_naive", "--scenario", SCENARIO, "--seed", "3", "--runs-dir", str(tmp_path))
+    assert result.run_dir is not None
+    original = result.verdict
+    (result.run_dir / "verdict.json").unlink()
+    again = chaos("report", str(result.run_dir), runs_dir=tmp_path)
+    assert again.code == 1
+    assert again.verdict["violations"] == original["violations"]
+    assert again.verdict["counts"] == original["counts"]

@@ -1,0 +1,113 @@
+"""The sink over real HTTP: token enforcement, commit-before-answer, and gates."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from chaos import probe
+from chaos.errors import ConfigError, NotExercised
+from chaos.ledger import Ledger, read_events
+from chaos.sink import Sink
+
+
+def in_thread(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(fn(*args)), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def kinds(ledger: Ledger) -> list[str]:
+    return [e.kind for e in ledger.events()]
+
+
+def test_probe_is_committed_before_the_answer(sink: Sink, ledger: Ledger) -> None:
+    answer = probe.claim("job-1", "tok")
+    on_disk = read_events(ledger.path)
+    assert on_disk[-1].kind == "probe.claim" and on_disk[-1].seq == answer["seq"]
+    assert on_disk[-1].job == "job-1" and on_disk[-1].worker == "w-test" and on_disk[-1].data["token"] == "tok"
+
+
+@pytest.mark.parametrize("token", [None, "wrong"])
+def test_requests_without_the_run_token_are_refused(sink: Sink, ledger: Ledger, token: str | None) -> None:
+    host, port = sink.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port))
+    headers = {"X-Chaos-Token": token} if token else {}
+    conn.request("POST", "/probe/effect", json.dumps({"job": "job-1"}), headers)
+    response = conn.getresponse()
+    assert response.status == 401
+    assert "X-Chaos-Token" in json.loads(response.read())["error"]
+    assert "probe.effect" not in kinds(ledger)
+
+
+def test_malformed_probe_is_refused_with_what_was_expected(sink: Sink) -> None:
+    with pytest.raises(probe.ProbeError, match="expected POST /probe/"):
+        probe.send("teleport", "job-1")
+
+
+def test_after_gate_holds_the_committed_probe_until_released(sink: Sink, ledger: Ledger) -> None:
+    gate = sink.arm("after:effect", job="job-2")
+    probe.effect("job-1", "t")  # other jobs pass straight through
+    thread, result = in_thread(probe.effect, "job-2", "t")
+    held = gate.wait(5)
+    assert held["job"] == "job-2" and held["point"] == "effect"
+    thread.join(0.3)
+    assert thread.is_alive(), "the held worker must not get its answer before release"
+    assert kinds(ledger).count("probe.effect") == 2, "after:effect holds an effect already committed"
+    sink.release(gate)
+    thread.join(5)
+    assert not thread.is_alive() and result[0]["ok"]
+    assert kinds(ledger)[-3:] == ["probe.effect", "gate.matched", "gate.released"]
+
+
+def test_before_gate_holds_the_probe_uncommitted(sink: Sink, ledger: Ledger) -> None:
+    gate = sink.arm("before:ack")
+    thread, _ = in_thread(probe.ack, "job-1", "t", True)
+    gate.wait(5)
+    assert "probe.ack" not in kinds(ledger)
+    sink.release(gate)
+    thread.join(5)
+    assert kinds(ledger)[-1] == "probe.ack"
+
+
+def test_nth_match_holds_only_the_nth_probe(sink: Sink) -> None:
+    gate = sink.arm("before:claim", job="job-1", nth=2)
+    probe.claim("job-1", "first")  # the first claim passes
+    assert not gate.matched
+    thread, _ = in_thread(probe.claim, "job-1", "second")
+    assert gate.wait(5)["token"] == "second"
+    sink.release(gate)
+    thread.join(5)
+    probe.claim("job-1", "third")  # a matched gate is spent: later probes pass
+    assert gate.seen == 2
+
+
+def test_worker_filter(sink: Sink, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = sink.arm("after:claim", worker="w-other")
+    probe.claim("job-1", "t")
+    assert not gate.matched
+
+
+def test_gate_that_never_matches_raises_not_exercised(sink: Sink) -> None:
+    gate = sink.arm("after:ack", job="nobody")
+    with pytest.raises(NotExercised, match="never matched"):
+        gate.wait(0.2)
+
+
+def test_bad_gate_spec_is_a_config_error(sink: Sink) -> None:
+    with pytest.raises(ConfigError, match="before:<point>"):
+        sink.arm("during:effect")
+
+
+def test_idempotent_sink_refuses_a_repeated_key(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Sink(ledger, mode="idempotent") as sink:
+        monkeypatch.setenv("CHAOS_SINK_URL", sink.url)
+        monkeypatch.setenv("CHAOS_RUN_TOKEN", sink.token)
+        assert probe.effect("job-1", "t1", key="k")["accepted"] is True
+        assert probe.effect("job-1", "t2", key="k")["accepted"] is False
+    assert [e.data["accepted"] for e in ledger.events() if e.kind == "probe.effect"] == [True, False]

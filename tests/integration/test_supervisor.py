@@ -1,0 +1,85 @@
+"""The supervisor against real processes and real signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from chaos.errors import ConfigError
+from chaos.ledger import Ledger
+from chaos.supervisor import Supervisor
+
+# A parent that starts a child and then sleeps: a two-process tree, like a pool supervisor and its child.
+TREE = [sys.executable, "-c",
+        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
+        "print('tree up', flush=True); time.sleep(60)"]
+
+
+def wait_children(sup: Supervisor, name: str, count: int) -> list[psutil.Process]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        children = psutil.Process(sup.processes[name].pid).children(recursive=True)
+        if len(children) >= count:
+            return children
+        time.sleep(0.02)
+    raise AssertionError("child never started")
+
+
+@pytest.fixture
+def sup(ledger: Ledger, tmp_path: Path) -> Supervisor:
+    supervisor = Supervisor(ledger, tmp_path / "logs")
+    yield supervisor
+    supervisor.close()
+
+
+def test_kill_tree_reaches_every_process_and_the_exit_is_reaped(sup: Supervisor, ledger: Ledger,
+                                                                 tmp_path: Path) -> None:
+    managed = sup.start("w1", TREE, dict(os.environ))
+    assert os.getpgid(managed.pid) == managed.pid, "each worker gets its own process group"
+    (child,) = wait_children(sup, "w1", 1)
+    pids = sup.kill("w1")
+    assert set(pids) == {managed.pid, child.pid}
+    assert sup.wait_exit("w1", 5) == -signal.SIGKILL
+    child.wait(5)
+    exits = [e for e in ledger.events() if e.kind == "process.exit"]
+    assert exits[0].data["signal"] == "SIGKILL" and exits[0].worker == "w1"
+    assert "tree up" in (tmp_path / "logs" / "w1.log").read_text()
+
+
+def test_stop_and_cont_really_stop_the_tree(sup: Supervisor) -> None:
+    managed = sup.start("w1", TREE, dict(os.environ))
+    (child,) = wait_children(sup, "w1", 1)
+    sup.signal("w1", signal.SIGSTOP)
+    time.sleep(0.1)
+    assert psutil.Process(managed.pid).status() == psutil.STATUS_STOPPED
+    assert child.status() == psutil.STATUS_STOPPED
+    sup.signal("w1", signal.SIGCONT)
+    time.sleep(0.1)
+    assert psutil.Process(managed.pid).status() != psutil.STATUS_STOPPED
+
+
+def test_close_resumes_stopped_processes_and_leaves_nothing(sup: Supervisor) -> None:
+    a = sup.start("w1", TREE, dict(os.environ))
+    b = sup.start("w2", TREE, dict(os.environ))
+    children = wait_children(sup, "w1", 1) + wait_children(sup, "w2", 1)
+    sup.signal("w1", signal.SIGSTOP)
+    sup.close()
+    for pid in [a.pid, b.pid] + [c.pid for c in children]:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_no_signal_after_the_process_is_gone(sup: Supervisor) -> None:
+    sup.start("w1", [sys.executable, "-c", "pass"], dict(os.environ))
+    assert sup.wait_exit("w1", 5) == 0
+    assert sup.kill("w1") == [], "a reaped process's pid may be recycled: it must never be signalled"
+
+
+def test_missing_program_is_a_config_error(sup: Supervisor) -> None:
+    with pytest.raises(ConfigError, match="was not found"):
+        sup.start("w1", ["/nonexistent/worker-binary"], dict(os.environ))

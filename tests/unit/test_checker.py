@@ -1,0 +1,141 @@
+"""The checker on hand-written ledgers: one known answer per outcome and per verdict."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chaos.checker import judge
+from tests.history import AT_LEAST_ONCE, History
+
+
+def test_completed_job_passes() -> None:
+    verdict = judge(History().enqueue("a").execute("a", "w1").snapshot(a="done").events)
+    assert verdict.verdict == "pass"
+    assert verdict.jobs == {"a": "completed"}
+    assert verdict.counts["completed"] == 1 and verdict.counts["enqueued"] == 1
+
+
+def test_redelivery_after_kill_passes_at_least_once_with_recovery_time() -> None:
+    h = History().enqueue("a").add("gate.armed", "a", gate="g1", spec="after:effect")
+    h.add("probe.claim", "a", "w1", token="t1").add("probe.effect", "a", "w1", token="t1", accepted=True)
+    h.add("gate.matched", "a", "w1", gate="g1").kill("w1", gate="g1")
+    h.add("probe.claim", "a", "w2", dt=0.8, token="t2").add("probe.effect", "a", "w2", accepted=True)
+    h.add("probe.ack", "a", "w2", ok=True).snapshot(a="done")
+    verdict = judge(h.events)
+    assert verdict.verdict == "pass", verdict
+    assert verdict.jobs == {"a": "redelivered"}
+    assert verdict.faults[0].exercised
+    assert verdict.recovery["max_s"] == pytest.approx(0.81)  # fault.applied -> exit -> reclaim
+
+
+def test_redelivery_is_a_violation_under_exactly_once_effect() -> None:
+    contract = replace(AT_LEAST_ONCE, delivery="exactly-once-effect")
+    h = History(contract).enqueue("a").execute("a", "w1", ack=False).execute("a", "w2").snapshot(a="done")
+    verdict = judge(h.events)
+    assert verdict.verdict == "fail"
+    assert [(v.kind, v.job) for v in verdict.violations] == [("redelivered", "a")]
+
+
+def test_lost_job_fails_with_witness() -> None:
+    h = History().enqueue("a", "b").execute("a", "w1").snapshot(a="done", b="done")
+    verdict = judge(h.events)
+    assert verdict.verdict == "fail"
+    assert verdict.jobs["b"] == "lost"
+    (violation,) = verdict.violations
+    assert violation.kind == "lost" and violation.job == "b"
+    assert [e["kind"] for e in violation.witness] == ["enqueue", "snapshot"]
+
+
+def test_absent_job_with_no_effect_is_lost() -> None:
+    verdict = judge(History().enqueue("a").snapshot().events)
+    assert verdict.jobs == {"a": "lost"}
+
+
+def test_stuck_job_witness_shows_the_fault_between_effect_and_snapshot() -> None:
+    h = History().enqueue("a").add("gate.armed", "a", gate="g1", spec="after:effect")
+    h.add("probe.claim", "a", "w1", token="t1").add("probe.effect", "a", "w1", accepted=True)
+    h.add("gate.matched", "a", "w1", gate="g1").kill("w1", gate="g1").snapshot(a="claimed")
+    verdict = judge(h.events)
+    assert verdict.verdict == "fail"
+    (violation,) = verdict.violations
+    assert violation.kind == "stuck" and violation.job == "a"
+    kinds = [e["kind"] for e in violation.witness]
+    assert kinds.index("probe.effect") < kinds.index("fault") < kinds.index("process.exit") < kinds.index("snapshot")
+    assert "still claimed" in violation.message
+
+
+def test_effect_for_a_job_never_enqueued_is_unexpected() -> None:
+    h = History().enqueue("a").execute("a", "w1").execute("zz", "w1").snapshot(a="done")
+    verdict = judge(h.events)
+    assert verdict.verdict == "fail"
+    assert verdict.jobs["zz"] == "unexpected"
+    assert [v.kind for v in verdict.violations] == ["unexpected"]
+
+
+def test_dead_lettered_job_is_not_a_violation() -> None:
+    h = History().enqueue("a").add("probe.claim", "a", "w1").add("probe.ack", "a", "w1", ok=False).snapshot(a="dead")
+    verdict = judge(h.events)
+    assert verdict.verdict == "pass" and verdict.jobs == {"a": "dead_lettered"}
+
+
+def test_gate_that_never_matched_is_inconclusive_never_pass() -> None:
+    h = History().enqueue("a").add("gate.armed", "a", gate="g1", spec="after:effect")
+    verdict = judge(h.execute("a", "w1").snapshot(a="done").events)
+    assert verdict.verdict == "inconclusive"
+    assert verdict.exit_code == 4
+
+
+def test_kill_without_a_reaped_sigkill_exit_is_not_exercised() -> None:
+    h = History().enqueue("a").add("gate.armed", "a", gate="g1", spec="after:effect")
+    h.add("probe.claim", "a", "w1").add("probe.effect", "a", "w1").add("gate.matched", "a", "w1", gate="g1")
+    h.kill("w1", gate="g1", exited=False).execute("a", "w2").snapshot(a="done")
+    verdict = judge(h.events)
+    assert verdict.verdict == "inconclusive"
+    assert not verdict.faults[0].exercised and "SIGKILL" in verdict.faults[0].why
+
+
+def test_fault_applied_before_its_gate_matched_is_not_exercised() -> None:
+    h = History().enqueue("a").add("gate.armed", "a", gate="g1", spec="after:effect").kill("w1", gate="g1")
+    h.add("probe.claim", "a", "w1").add("probe.effect", "a", "w1").add("gate.matched", "a", "w1", gate="g1")
+    verdict = judge(h.add("probe.ack", "a", "w1", ok=True).snapshot(a="done").events)
+    assert verdict.verdict == "inconclusive"
+    assert "had not matched" in verdict.faults[0].why
+
+
+def test_missing_final_snapshot_is_inconclusive() -> None:
+    verdict = judge(History().enqueue("a").execute("a", "w1").events)
+    assert verdict.verdict == "inconclusive"
+    assert verdict.jobs == {"a": "unknown"}
+
+
+def test_checker_crash_is_an_error_verdict_with_traceback() -> None:
+    h = History().enqueue("a").add("fault", None, "w1", kind="kill")  # no fault id: malformed ledger
+    verdict = judge(h.snapshot(a="done").events)
+    assert verdict.verdict == "error" and verdict.exit_code == 3
+    assert verdict.error is not None and "KeyError" in verdict.error
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.sampled_from(["once", "twice", "lost", "stuck"]), min_size=1, max_size=20))
+def test_counts_partition_the_jobs_and_only_clean_histories_pass(plan: list[str]) -> None:
+    h = History()
+    jobs = [f"j{i}" for i in range(len(plan))]
+    h.enqueue(*jobs)
+    states = {}
+    for job, fate in zip(jobs, plan, strict=True):
+        if fate in ("once", "twice"):
+            h.execute(job, "w1", ack=fate == "once")
+        if fate == "twice":
+            h.execute(job, "w2")
+        if fate == "stuck":
+            h.execute(job, "w1", ack=False)
+        states[job] = "claimed" if fate == "stuck" else "done"
+    verdict = judge(h.snapshot(**states).events)
+    outcomes = ("completed", "redelivered", "lost", "stuck")
+    assert sum(verdict.counts[o] for o in outcomes) == len(jobs)
+    assert verdict.counts["lost"] == plan.count("lost") and verdict.counts["stuck"] == plan.count("stuck")
+    assert (verdict.verdict == "pass") == ("lost" not in plan and "stuck" not in plan)
