@@ -1,5 +1,6 @@
 """Worker-side probe client: standard library only, so it imports inside any target's virtualenv.
 
+Every probe carries the worker's own wall clock (`clock`), so a skewed clock shows in the ledger.
 A worker calls these at the points of a job's life; each call blocks until the sink has committed the
 probe to the ledger (and, when a gate holds it, until the controller releases it).
 """
@@ -10,6 +11,7 @@ import http.client
 import json
 import os
 import threading
+import time
 import urllib.parse
 from typing import Any
 
@@ -37,7 +39,7 @@ def _connection() -> http.client.HTTPConnection:
 
 def send(point: str, job: str, **fields: Any) -> dict[str, Any]:
     """POST one probe over this thread's keep-alive connection and return the sink's answer."""
-    body = dict(fields, job=job, worker=os.environ.get("CHAOS_WORKER_ID", ""), pid=os.getpid())
+    body = dict(fields, job=job, worker=os.environ.get("CHAOS_WORKER_ID", ""), pid=os.getpid(), clock=time.time())
     headers = {"Content-Type": "application/json", "X-Chaos-Token": os.environ.get("CHAOS_RUN_TOKEN", "")}
     conn = _connection()
     try:

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import secrets
 import shlex
-import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,20 +15,16 @@ from typing import Any
 
 from chaos.backends.postgres import open_postgres
 from chaos.checker import judge
-from chaos.contract import Contract
+from chaos.context import ScenarioContext
 from chaos.errors import ChaosError, NotExercised
-from chaos.gates import Gate
 from chaos.ledger import Ledger
 from chaos.nemesis import Nemesis
 from chaos.report import write_reports
 from chaos.scenario import Scenario
 from chaos.sink import Sink
 from chaos.supervisor import Supervisor
-from chaos.target import REPO_ROOT, Control, Job, Target
+from chaos.target import REPO_ROOT, Control, Target
 from chaos.verdict import Verdict
-
-GATE_TIMEOUT_S = 30.0
-SNAPSHOT_POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -52,81 +46,6 @@ def reproduce_command(target: Target, scenario: Scenario, seed: int, options: Ru
     if options.sink_mode != "plain":
         argv += ["--sink-mode", options.sink_mode]
     return shlex.join(argv)
-
-
-class ScenarioContext:
-    """What a scenario drives: jobs, workers, gates, faults, and waits on the queue or the ledger."""
-
-    def __init__(self, run: Run, control: Control, sink: Sink, supervisor: Supervisor, nemesis: Nemesis,
-                 seed: int) -> None:
-        self.run = run
-        self.control = control
-        self.sink = sink
-        self.supervisor = supervisor
-        self.nemesis = nemesis
-        self.ledger = run.ledger
-        self.contract: Contract = run.target.contract
-        self.rng = random.Random(seed)
-        self.jobs: list[str] = []
-        self._workers = 0
-
-    def enqueue(self, count: int, *, handler_s: float = 0.0, fail: bool = False) -> list[str]:
-        jobs = [Job(f"job-{len(self.jobs) + i + 1:04d}", handler_s, fail) for i in range(count)]
-        return self.enqueue_jobs(jobs)
-
-    def enqueue_jobs(self, jobs: list[Job]) -> list[str]:
-        self.control.enqueue(jobs)
-        for job in jobs:
-            self.ledger.append("enqueue", "controller", job=job.id, data=job.payload())
-            self.jobs.append(job.id)
-        return [job.id for job in jobs]
-
-    def start_worker(self, name: str | None = None, extra_env: dict[str, str] | None = None) -> str:
-        if name is None:
-            self._workers += 1
-            name = f"w{self._workers}"
-        env = self.run.worker_env(self.control, name, self.sink)
-        env.update(extra_env or {})
-        self.supervisor.start(name, self.run.target.command(self.run.target.worker), env, cwd=self.run.target.path)
-        return name
-
-    def arm(self, spec: str, *, job: str | None = None, worker: str | None = None, nth: int = 1) -> Gate:
-        return self.sink.arm(spec, job=job, worker=worker, nth=nth)
-
-    def wait(self, gate: Gate, timeout: float = GATE_TIMEOUT_S) -> dict[str, Any]:
-        """Wait for a gate; raises NotExercised (an inconclusive run) if it never matches."""
-        return gate.wait(timeout)
-
-    def release(self, gate: Gate) -> None:
-        self.sink.release(gate)
-
-    def kill(self, worker: str, gate: Gate | None = None, scope: str = "tree") -> list[int]:
-        return self.nemesis.kill(worker, "tree" if scope == "tree" else "process", gate)
-
-    def wait_drained(self, timeout: float) -> bool:
-        """Poll the queue's own view until every enqueued job is terminal; false if it never drains."""
-        deadline = time.monotonic() + timeout
-        wanted = set(self.jobs)
-        while True:
-            try:
-                states = {s.job: s.state for s in self.control.snapshot()}
-                if all(states.get(job, "absent") in ("done", "dead", "absent") for job in wanted):
-                    self.ledger.append("drained", "controller", data={"jobs": len(wanted)})
-                    return True
-            except ChaosError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the backend may be restarting; keep polling
-                last_error = repr(exc)
-            else:
-                last_error = ""
-            if time.monotonic() >= deadline:
-                self.ledger.append("drain.timeout", "controller", data={"timeout_s": timeout, "error": last_error})
-                return False
-            time.sleep(SNAPSHOT_POLL_S)
-
-    def recovery_deadline(self, margin_s: float = 2.0) -> float:
-        """How long to wait for the queue to drain after a fault: the contract's bound plus a margin."""
-        return self.contract.recovery_bound_s + margin_s
 
 
 class Run:
@@ -172,7 +91,9 @@ class Run:
                 sink = stack.enter_context(Sink(self.ledger, self.options.sink_mode))
                 supervisor = Supervisor(self.ledger, self.dir / "logs")
                 stack.callback(supervisor.close)
-                ctx = ScenarioContext(self, control, sink, supervisor, Nemesis(self.ledger, supervisor), self.seed)
+                ctx = ScenarioContext(self, control, sink, supervisor, Nemesis(self.ledger, supervisor, backend),
+                                      self.seed)
+                ctx.start_reconciler()
                 try:
                     self.scenario.run(ctx)
                 except NotExercised as exc:

@@ -39,6 +39,9 @@ class Managed:
     popen: subprocess.Popen[bytes]
     identity: psutil.Process
     log: Path
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path | None
     stopped: bool = False
     reaper: threading.Thread | None = field(default=None, repr=False)
 
@@ -77,7 +80,7 @@ class Supervisor:
                 "on PATH or an absolute path in the target's worker command; install it or fix target.toml."
             ) from exc
         identity = psutil.Process(popen.pid)  # unreaped, so it exists even if it already exited
-        managed = Managed(name, role, popen, identity, log)
+        managed = Managed(name, role, popen, identity, log, argv, env, cwd)
         self.ledger.append("process.start", "supervisor", worker=name,
                            data={"pid": popen.pid, "role": role, "argv": argv,
                                  "create_time": identity.create_time()})
@@ -131,6 +134,14 @@ class Supervisor:
         assert managed.reaper is not None
         managed.reaper.join(timeout)
         return managed.popen.returncode if not managed.reaper.is_alive() else None
+
+    def restart(self, name: str) -> tuple[list[int], Managed]:
+        """SIGKILL a process's tree, reap it, and start it again with the same command and name."""
+        old = self.processes[name]
+        pids = self.kill(name)
+        if self.wait_exit(name, 10.0) is None:
+            raise HarnessError(f"process {name} (pid {old.pid}) was sent SIGKILL but was not reaped within 10s")
+        return pids, self.start(name, old.argv, old.env, old.role, old.cwd)
 
     def stop(self, name: str, grace: float = 3.0) -> None:
         """End one process gently (SIGCONT if stopped, SIGTERM), then forcibly after `grace`."""

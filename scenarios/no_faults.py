@@ -1,0 +1,19 @@
+"""Steady baseline with no faults: a correct target completes every job exactly once.
+
+Risk probed: a recovery rule that fires on its own (a lease shorter than normal work, an age-based
+rescuer) turns a healthy run into duplicates. With no fault injected, any redelivery shows up as a
+premature reclaim, and any job not done is lost or stuck.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+JOBS = 12
+
+
+def run(ctx: Any) -> None:
+    ctx.enqueue(JOBS)
+    ctx.start_worker()
+    ctx.start_worker()
+    ctx.wait_drained(ctx.recovery_deadline(margin_s=10.0))
