@@ -40,6 +40,28 @@ def chaos(*args: str, runs_dir: Path | None = None, env: dict[str, str] | None =
     return CliResult(proc.returncode, proc.stdout, proc.stderr, dirs[-1] if dirs else None)
 
 
+def run_processes(run_dir: Path) -> list[psutil.Process]:
+    """Every process the run's ledger says it started (workers, reconcilers, the backend) still alive
+    or stopped, plus any process whose command line mentions the run dir."""
+    from chaos.ledger import read_events
+
+    pids: set[int] = set()
+    for event in read_events(run_dir / "ledger.sqlite"):
+        if event.kind in ("process.start", "backend.start"):
+            pids.add(int(event.data["pid"]))
+        elif event.kind == "backend.restart" and event.data.get("new_pid"):
+            pids.add(int(event.data["new_pid"]))
+    alive = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return alive + processes_mentioning(str(run_dir))
+
+
 def processes_mentioning(text: str) -> list[psutil.Process]:
     """Live processes whose command line or working directory mentions `text` (a run dir)."""
     found = []

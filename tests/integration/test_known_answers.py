@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.runner import chaos, processes_mentioning
+from tests.integration.runner import chaos, run_processes
 
 SCENARIO = "kill_after_effect_before_ack"
 
@@ -31,7 +31,7 @@ def test_pg_lease_redelivers_the_killed_job_within_its_bound(tmp_path: Path, see
     (recovery,) = verdict["recovery"]["jobs"][job]
     assert recovery <= verdict["contract"]["recovery_bound_s"]
     assert "PASS" in result.stdout and f"--seed {seed}" in result.stdout
-    assert not processes_mentioning(str(result.run_dir))
+    assert not run_processes(result.run_dir)
 
 
 def test_pg_lease_second_effect_is_by_another_worker_within_the_bound(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_pg_naive_leaves_the_killed_job_stuck(tmp_path: Path) -> None:
     assert violation["witness"][-1]["data"]["state"] == "claimed"
     assert verdict["faults"][0]["exercised"]
     assert "violation stuck" in result.stdout
-    assert not processes_mentioning(str(result.run_dir))
+    assert not run_processes(result.run_dir)
 
 
 def test_report_recomputes_the_verdict_from_the_ledger_alone(tmp_path: Path) -> None:

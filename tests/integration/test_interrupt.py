@@ -1,0 +1,52 @@
+"""Ctrl-C in the middle of a fault: the run stops, and nothing it started is left running or stopped."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from chaos.errors import ChaosError
+from chaos.ledger import read_events
+from tests.integration.runner import REPO, run_processes
+
+
+def wait_for_event(run_dir_parent: Path, kind: str, timeout: float = 60) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for run_dir in run_dir_parent.glob("*"):
+            ledger = run_dir / "ledger.sqlite"
+            try:
+                if any(e.kind == kind for e in read_events(ledger)):
+                    return run_dir
+            except ChaosError:  # not created yet
+                continue
+        time.sleep(0.02)
+    raise AssertionError(f"no {kind} event within {timeout}s")
+
+
+def test_ctrl_c_while_a_worker_is_stopped_leaves_nothing_behind(tmp_path: Path) -> None:
+    # pg_naive never takes a job from a stopped owner, so the stop lasts its full length: time to interrupt.
+    proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "pg_naive", "--scenario",
+                             "stop_past_deadline", "--seed", "1", "--runs-dir", str(tmp_path)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        run_dir = wait_for_event(tmp_path, "fault.applied")
+        events = read_events(run_dir / "ledger.sqlite")
+        stopped = next(e for e in events if e.kind == "fault" and e.data["kind"] == "stop")
+        assert not any(e.kind == "fault.healed" for e in events), "interrupt must land while the worker is stopped"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert not run_processes(run_dir), "no worker, server or stopped process may outlive the run"
+    events = read_events(run_dir / "ledger.sqlite")
+    healed = [e for e in events if e.kind == "fault.healed" and e.data["id"] == stopped.data["id"]]
+    assert healed and healed[0].data["pids"], "the stopped worker was resumed (SIGCONT) before it was ended"
+    assert events[-1].kind == "run.end" and events[-1].data["status"] == "interrupted"
