@@ -104,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     except ChaosError as exc:
         print(f"chaos: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `chaos list | head`: the reader left, which is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("chaos: interrupted; every process of the run was stopped", file=sys.stderr)
         return 130

@@ -169,6 +169,8 @@ class ScenarioContext:
         return self.contract.recovery_bound_s + margin_s
 
     def long_handler_s(self) -> float:
-        """A handler duration longer than the target's ownership deadline (lease or rescue age)."""
-        lease = self.contract.lease_s or self.contract.recovery_bound_s
-        return round(2.5 * lease, 3)
+        """A handler duration well past the target's ownership deadline: 2.5 leases, or, without a lease,
+        1.5 recovery bounds (which cover a rescuer's age threshold)."""
+        if self.contract.lease_s:
+            return round(2.5 * self.contract.lease_s, 3)
+        return round(1.5 * self.contract.recovery_bound_s, 3)

@@ -1,0 +1,197 @@
+"""pg_advisory worker: the seed's session advisory lock, as Que (Owner-Scoped Resources).
+
+Ownership model: a job is owned by whichever database session holds `pg_try_advisory_lock(lock_key)`
+for it. No row lock and no transaction is held across the work (the connection is in autocommit).
+Claim: read a few pending candidates, try the advisory lock on each in turn until one succeeds, then
+re-check, atomically with recording the attempt, that the row is still pending (it may have been
+completed between the read and the lock; then unlock and try the next). Complete: UPDATE the row to
+done, conditional on still being this attempt, then unlock. Revocation is session end: when the
+worker dies its connection closes, the server ends the session and releases the lock at once.
+
+Que's known pitfall is avoided: `pg_try_advisory_lock` is never evaluated in a WHERE clause (the
+planner may call it on rows the query then does not return, leaving locks nobody knows about); each
+lock is taken by its own statement, on one key, and released when the row turned out to be taken.
+
+Failure mode (the seed's "Where No False Positives Stops"): the lock makes ownership exact but cannot
+cover the gap between the external effect and the completing UPDATE. A worker killed after its effect
+and before that UPDATE leaves the job pending and unlocked, and the next owner performs the effect
+again: at-least-once, never exactly-once. Session locks ignore rollback and live only as long as the
+session: behind a transaction-mode pooler, or after a server restart, the worker silently loses its
+lock while it keeps computing. It checks its session still holds the lock before the effect and
+abandons the job otherwise, and its completion is fenced by the attempt number, so a stale completion
+is rejected once another worker has claimed the job.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from chaos import probe
+from chaos.worker import POLL_S, JobFailed, WorkerSettings, log, retrying, run_handler, settings, stop_flag
+
+TRANSIENT = (psycopg.OperationalError,)
+CANDIDATES_PER_POLL = 16
+
+CANDIDATES = "SELECT id, lock_key FROM jobs WHERE status = 'pending' ORDER BY id LIMIT %(limit)s"
+TRY_LOCK = "SELECT pg_try_advisory_lock(%(key)s)"
+UNLOCK = "SELECT pg_advisory_unlock(%(key)s)"
+# The re-check after the lock, and the attempt it records (which also fences a stale completion).
+CLAIM = """
+UPDATE jobs SET attempts = attempts + 1, claimed_by = %(worker)s
+WHERE id = %(job)s AND status = 'pending'
+RETURNING payload, attempts"""
+HOLDS_LOCK = """
+SELECT 1 FROM pg_locks
+WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted AND objsubid = 1
+  AND ((classid::bigint << 32) | objid::bigint) = %(key)s"""
+# Idempotent, so it may be retried after a connection error left its outcome unknown: 'done' with our
+# attempt and our name can only be our own completion.
+COMPLETE = """
+UPDATE jobs SET status = 'done', finished_at = coalesce(finished_at, now())
+WHERE id = %(job)s AND status IN ('pending', 'done') AND attempts = %(attempt)s AND claimed_by = %(worker)s"""
+FAIL = """
+UPDATE jobs SET status = CASE WHEN attempts >= %(max_attempts)s THEN 'dead' ELSE 'pending' END,
+       finished_at = CASE WHEN attempts >= %(max_attempts)s THEN now() END
+WHERE id = %(job)s AND status = 'pending' AND attempts = %(attempt)s AND claimed_by = %(worker)s"""
+
+
+@dataclass(frozen=True)
+class Claim:
+    job: str
+    key: int
+    payload: dict[str, Any]
+    attempt: int
+    session: int  # the Db generation whose session holds the lock
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return {"job": self.job, "key": self.key, "attempt": self.attempt}
+
+
+class Db:
+    """One autocommit connection (its session holds the locks); reopened after the server restarted
+    under it. `generation` counts sessions, so a lock taken on an earlier session is known lost."""
+
+    def __init__(self, cfg: WorkerSettings) -> None:
+        self.cfg = cfg
+        self.conn: psycopg.Connection[Any] | None = None
+        self.generation = 0
+
+    def connection(self) -> psycopg.Connection[Any]:
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            self.reset()
+            self.conn = psycopg.connect(self.cfg.dsn, autocommit=True, connect_timeout=3,
+                                        application_name=self.cfg.worker_id)
+            self.generation += 1
+        return self.conn
+
+    def reset(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
+
+    def run(self, sql: str, args: dict[str, Any]) -> tuple[int, list[tuple[Any, ...]]]:
+        try:
+            cursor = self.connection().execute(sql, dict(args, worker=self.cfg.worker_id))
+            return cursor.rowcount, cursor.fetchall() if cursor.description else []
+        except TRANSIENT:
+            self.reset()
+            raise
+
+
+def claim(db: Db) -> Claim | None:
+    _, candidates = db.run(CANDIDATES, {"limit": CANDIDATES_PER_POLL})
+    for job, key in candidates:
+        _, answer = db.run(TRY_LOCK, {"key": key})
+        if not answer[0][0]:
+            continue
+        session = db.generation  # the session that now holds the lock
+        _, rows = db.run(CLAIM, {"job": job})
+        if not rows:  # completed or dead-lettered between our read and our lock
+            db.run(UNLOCK, {"key": key})
+            continue
+        payload, attempt = rows[0]
+        return Claim(job, key, payload, attempt, session)
+    return None
+
+
+def still_owned(db: Db, claim: Claim) -> bool:
+    """The session that took the lock is still ours and still holds it."""
+    if db.conn is None or db.conn.broken or db.generation != claim.session:
+        return False
+    try:
+        _, rows = db.run(HOLDS_LOCK, claim.args)
+    except TRANSIENT as exc:
+        log(f"{claim.job}: session lost before the effect: {exc!r}")
+        return False
+    return bool(rows)
+
+
+def release(db: Db, claim: Claim) -> None:
+    """Unlock, if the lock's session is still ours (otherwise it went with that session)."""
+    if db.conn is None or db.conn.broken or db.generation != claim.session:
+        return
+    try:
+        db.run(UNLOCK, claim.args)
+    except TRANSIENT as exc:
+        log(f"{claim.job}: unlock failed ({exc!r}); the lock ended with its session")
+
+
+def settle(db: Db, sql: str, claim: Claim, stop: threading.Event, **extra: Any) -> bool:
+    """Run a completing statement through transient errors; true when it changed the row."""
+    try:
+        rows, _ = retrying(lambda: db.run(sql, dict(claim.args, **extra)), TRANSIENT, stop, timeout=10.0)
+    except TRANSIENT as exc:
+        log(f"{claim.job}: could not reach the queue to settle it ({exc!r}); left to the queue's recovery")
+        return False
+    return rows == 1
+
+
+def process(db: Db, claim: Claim, stop: threading.Event) -> None:
+    job, token = claim.job, f"{db.cfg.worker_id}:{claim.attempt}"
+    probe.send("claim", job, token=token, attempt=claim.attempt)
+    try:
+        run_handler(claim.payload)
+    except JobFailed as exc:
+        recorded = settle(db, FAIL, claim, stop, max_attempts=int(db.cfg.contract.get("max_attempts") or 1))
+        release(db, claim)
+        probe.ack(job, token, False)
+        log(f"{job} failed ({exc}) on attempt {claim.attempt}; requeued or dead-lettered: {recorded}")
+        return
+    if not still_owned(db, claim):
+        release(db, claim)
+        probe.abandon(job, token)
+        log(f"{job}: advisory lock lost with its session, abandoned before the effect")
+        return
+    probe.effect(job, token)
+    ok = settle(db, COMPLETE, claim, stop)
+    release(db, claim)
+    probe.ack(job, token, ok)
+
+
+def main() -> None:
+    cfg = settings()
+    stop = stop_flag()
+    db = Db(cfg)
+    log(f"started with {cfg.params}")
+    while not stop.is_set():
+        try:
+            claimed = claim(db)
+        except TRANSIENT as exc:
+            log(f"claim failed: {exc!r}")  # any lock taken on the way ended with the session
+            stop.wait(0.2)
+            continue
+        if claimed is None:
+            stop.wait(POLL_S)
+            continue
+        process(db, claimed, stop)
+    db.reset()
+    log("stopping")
+
+
+if __name__ == "__main__":
+    main()
