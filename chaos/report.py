@@ -36,6 +36,8 @@ def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
         rec = verdict.recovery
         lines.append(f"recovery: min {rec['min_s']}s, median {rec['median_s']}s, max {rec['max_s']}s "
                      f"(bound {verdict.contract.get('recovery_bound_s')}s)")
+    for anomaly in verdict.anomalies:
+        lines.append(f"anomaly {anomaly['kind']} {anomaly.get('job') or ''}: {anomaly['message']}")
     for note in verdict.notes:
         lines.append(f"note: {note}")
     for violation in verdict.violations:

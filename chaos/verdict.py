@@ -17,6 +17,8 @@ class Violation:
     job: str | None
     message: str
     witness: list[dict[str, Any]] = field(default_factory=list)
+    # Machine-readable facts behind the message (exposure_s, recovery_s, bound_s, workers, tokens, fault...).
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class Verdict:
     reproduce: str = ""
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    # What the contract allows but a report should still show: each {kind, job, exposure_s, message}
+    # (an effect after lease loss, a stale ack the contract accepts).
+    anomalies: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:

@@ -34,7 +34,8 @@ def test_redelivery_after_kill_passes_at_least_once_with_recovery_time() -> None
 
 def test_redelivery_is_a_violation_under_exactly_once_effect() -> None:
     contract = replace(AT_LEAST_ONCE, delivery="exactly-once-effect")
-    h = History(contract).enqueue("a").execute("a", "w1", ack=False).execute("a", "w2").snapshot(a="done")
+    # w1 dies after its effect (a redelivery, not an overlap: its execution ended before w2 claimed)
+    h = History(contract).enqueue("a").execute("a", "w1", ack=False).kill("w1").execute("a", "w2").snapshot(a="done")
     verdict = judge(h.events)
     assert verdict.verdict == "fail"
     assert [(v.kind, v.job) for v in verdict.violations] == [("redelivered", "a")]
@@ -129,8 +130,8 @@ def test_counts_partition_the_jobs_and_only_clean_histories_pass(plan: list[str]
     for job, fate in zip(jobs, plan, strict=True):
         if fate in ("once", "twice"):
             h.execute(job, "w1", ack=fate == "once")
-        if fate == "twice":
-            h.execute(job, "w2")
+        if fate == "twice":  # w1 dies before its ack, then w2 redelivers (claiming from a live w1 would be premature)
+            h.kill("w1", fid=f"kill-{job}").execute(job, "w2")
         if fate == "stuck":
             h.execute(job, "w1", ack=False)
         states[job] = "claimed" if fate == "stuck" else "done"
