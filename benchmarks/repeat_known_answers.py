@@ -1,5 +1,6 @@
-"""Runs each known-answer cell N times in a row and prints the verdicts, their times, and any process
-of a run still alive afterwards: the evidence that verdicts are stable, not lucky."""
+"""Runs every cell of the known-answer matrix N times in a row and prints, per cell, the exit codes
+seen, the seconds per run, and afterwards any process of these runs still alive: the evidence that
+verdicts are stable, not lucky."""
 
 from __future__ import annotations
 
@@ -11,39 +12,38 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
-CELLS = [("pg_lease", "kill_after_effect_before_ack", []), ("pg_naive", "kill_after_effect_before_ack", [])]
-
-
-def leftovers(marker: str) -> list[int]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        try:
-            if marker in " ".join(proc.info["cmdline"] or []) and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc.pid)
-        except psutil.Error:
-            continue
-    return found
+from tests.integration.matrix import MATRIX  # noqa: E402
+from tests.integration.runner import run_processes  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--only", default="", help="run only cells whose id contains this text")
     args = parser.parse_args()
     runs_dir = Path(tempfile.mkdtemp(prefix="queue-chaos-repeat-"))
-    for target, scenario, params in CELLS:
+    expected = {"pass": 0, "fail": 1}
+    unstable = 0
+    for cell in [c for c in MATRIX if args.only in c.id]:
         codes: collections.Counter[int] = collections.Counter()
         times = []
         for seed in range(1, args.runs + 1):
             began = time.monotonic()
-            argv = [sys.executable, "-m", "chaos", "run", "--target", target, "--scenario", scenario,
-                    "--seed", str(seed), "--runs-dir", str(runs_dir), *params]
-            codes[subprocess.run(argv, capture_output=True, check=False).returncode] += 1
+            argv = [sys.executable, "-m", "chaos", "run", "--target", cell.target, "--scenario", cell.scenario,
+                    "--seed", str(seed), "--runs-dir", str(runs_dir)]
+            for param in cell.params:
+                argv += ["-p", param]
+            codes[subprocess.run(argv, cwd=REPO, capture_output=True, check=False).returncode] += 1
             times.append(time.monotonic() - began)
-        print(f"{target:<10} {scenario:<30} runs {args.runs}  exit codes {dict(codes)}  "
-              f"seconds/run min {min(times):.2f} median {sorted(times)[len(times) // 2]:.2f} max {max(times):.2f}")
-    print(f"processes of these runs still alive: {leftovers(str(runs_dir))}")
+        stable = set(codes) == {expected[cell.verdict]}
+        unstable += not stable
+        print(f"{'ok ' if stable else 'BAD'} {cell.id:<62} exit codes {dict(codes)}  s/run min {min(times):.1f} "
+              f"median {sorted(times)[len(times) // 2]:.1f} max {max(times):.1f}", flush=True)
+    left = [p.pid for run_dir in runs_dir.iterdir() for p in run_processes(run_dir)]
+    print(f"unstable cells: {unstable}; processes of these runs still alive: {left}; run dirs in {runs_dir}")
 
 
 if __name__ == "__main__":

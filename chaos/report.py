@@ -1,8 +1,10 @@
-"""Reports: verdict.json for CI to gate on, and the short human summary the CLI prints."""
+"""Reports: verdict.json for CI to gate on, junit.xml for CI test views, summary.md for a CI step
+summary, and the short human summary the CLI prints."""
 
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,42 @@ WITNESS_LINES = 40
 def write_reports(run_dir: Path, verdict: Verdict) -> None:
     (run_dir / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2, default=str) + "\n")
     (run_dir / "summary.txt").write_text(summary(verdict, run_dir) + "\n")
+    (run_dir / "summary.md").write_text(markdown(verdict) + "\n")
+    junit(verdict).write(run_dir / "junit.xml", encoding="utf-8", xml_declaration=True)
+
+
+def junit(verdict: Verdict) -> ET.ElementTree:
+    """One test case per run: failed with each violation, skipped when inconclusive, errored on a crash."""
+    suite = ET.Element("testsuite", name="queue-chaos", tests="1")
+    case = ET.SubElement(suite, "testcase", classname=f"chaos.{verdict.target}", name=verdict.scenario)
+    text = summary(verdict)
+    if verdict.verdict == "fail":
+        suite.set("failures", "1")
+        kinds = ", ".join(sorted({v.kind for v in verdict.violations}))
+        ET.SubElement(case, "failure", message=f"violations: {kinds}").text = text
+    elif verdict.verdict == "error":
+        suite.set("errors", "1")
+        ET.SubElement(case, "error", message="checker error").text = text
+    elif verdict.verdict == "inconclusive":
+        suite.set("skipped", "1")
+        ET.SubElement(case, "skipped", message="; ".join(verdict.notes) or "inconclusive").text = text
+    ET.SubElement(case, "system-out").text = text
+    return ET.ElementTree(suite)
+
+
+def markdown(verdict: Verdict) -> str:
+    """A few lines that fit a CI step summary; the details stay in verdict.json."""
+    lines = [f"### {verdict.verdict.upper()}: `{verdict.target}` x `{verdict.scenario}` (seed {verdict.seed})", ""]
+    lines += ["| outcome | jobs |", "|---|---|"]
+    lines += [f"| {name} | {count} |" for name, count in verdict.counts.items() if count] + [""]
+    for fault in verdict.faults:
+        lines.append(f"- fault `{fault.kind}` on `{fault.target}`: "
+                     f"{'exercised' if fault.exercised else '**not exercised**'} ({fault.why})")
+    for violation in verdict.violations:
+        lines.append(f"- **{violation.kind}** `{violation.job or ''}`: {violation.message}")
+    if verdict.reproduce:
+        lines += ["", f"Reproduce: `{verdict.reproduce}`"]
+    return "\n".join(lines)
 
 
 def _witness_line(entry: dict[str, Any]) -> str:
