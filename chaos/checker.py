@@ -684,9 +684,10 @@ def _exercised(fault: FaultHistory, state: Pass) -> tuple[bool, str]:
     if fault.kind in ("kill", "stop") and not pids:
         return False, "no live process of the target received the signal"
     if fault.kind == "kill":
-        exits = [e for e in state.exits.get(target, []) if e.seq > fault.applied.seq]
+        # The exit may be reaped before `fault.applied` is written: it only has to follow the journal entry.
+        exits = [e for e in state.exits.get(target, []) if e.seq > fault.seq and e.data.get("pid") in pids]
         if not any(e.data.get("signal") == "SIGKILL" for e in exits):
-            return False, f"no SIGKILL exit of {target} was reaped after the fault"
+            return False, f"no SIGKILL exit of a signalled process of {target} was reaped after the fault"
         return True, f"{target} killed by SIGKILL (pids {pids})"
     if fault.kind == "stop":
         resumed = f", resumed by SIGCONT at {state.at(fault.healed)}" if fault.healed else ", never resumed"

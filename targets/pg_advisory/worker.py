@@ -28,12 +28,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
-
 from chaos import probe
-from chaos.worker import POLL_S, JobFailed, WorkerSettings, log, retrying, run_handler, settings, stop_flag
+from chaos.pgworker import TRANSIENT, Db, serve, settle
+from chaos.worker import JobFailed, log, run_handler, settings, stop_flag
 
-TRANSIENT = (psycopg.OperationalError,)
 CANDIDATES_PER_POLL = 16
 
 CANDIDATES = "SELECT id, lock_key FROM jobs WHERE status = 'pending' ORDER BY id LIMIT %(limit)s"
@@ -70,37 +68,6 @@ class Claim:
     @property
     def args(self) -> dict[str, Any]:
         return {"job": self.job, "key": self.key, "attempt": self.attempt}
-
-
-class Db:
-    """One autocommit connection (its session holds the locks); reopened after the server restarted
-    under it. `generation` counts sessions, so a lock taken on an earlier session is known lost."""
-
-    def __init__(self, cfg: WorkerSettings) -> None:
-        self.cfg = cfg
-        self.conn: psycopg.Connection[Any] | None = None
-        self.generation = 0
-
-    def connection(self) -> psycopg.Connection[Any]:
-        if self.conn is None or self.conn.closed or self.conn.broken:
-            self.reset()
-            self.conn = psycopg.connect(self.cfg.dsn, autocommit=True, connect_timeout=3,
-                                        application_name=self.cfg.worker_id)
-            self.generation += 1
-        return self.conn
-
-    def reset(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-        self.conn = None
-
-    def run(self, sql: str, args: dict[str, Any]) -> tuple[int, list[tuple[Any, ...]]]:
-        try:
-            cursor = self.connection().execute(sql, dict(args, worker=self.cfg.worker_id))
-            return cursor.rowcount, cursor.fetchall() if cursor.description else []
-        except TRANSIENT:
-            self.reset()
-            raise
 
 
 def claim(db: Db) -> Claim | None:
@@ -141,23 +108,13 @@ def release(db: Db, claim: Claim) -> None:
         log(f"{claim.job}: unlock failed ({exc!r}); the lock ended with its session")
 
 
-def settle(db: Db, sql: str, claim: Claim, stop: threading.Event, **extra: Any) -> bool:
-    """Run a completing statement through transient errors; true when it changed the row."""
-    try:
-        rows, _ = retrying(lambda: db.run(sql, dict(claim.args, **extra)), TRANSIENT, stop, timeout=10.0)
-    except TRANSIENT as exc:
-        log(f"{claim.job}: could not reach the queue to settle it ({exc!r}); left to the queue's recovery")
-        return False
-    return rows == 1
-
-
 def process(db: Db, claim: Claim, stop: threading.Event) -> None:
     job, token = claim.job, f"{db.cfg.worker_id}:{claim.attempt}"
     probe.send("claim", job, token=token, attempt=claim.attempt)
     try:
         run_handler(claim.payload)
     except JobFailed as exc:
-        recorded = settle(db, FAIL, claim, stop, max_attempts=int(db.cfg.contract.get("max_attempts") or 1))
+        recorded = settle(db, FAIL, dict(claim.args, max_attempts=int(db.cfg.contract.get("max_attempts") or 1)), stop)
         release(db, claim)
         probe.ack(job, token, False)
         log(f"{job} failed ({exc}) on attempt {claim.attempt}; requeued or dead-lettered: {recorded}")
@@ -168,7 +125,7 @@ def process(db: Db, claim: Claim, stop: threading.Event) -> None:
         log(f"{job}: advisory lock lost with its session, abandoned before the effect")
         return
     probe.effect(job, token)
-    ok = settle(db, COMPLETE, claim, stop)
+    ok = settle(db, COMPLETE, claim.args, stop)
     release(db, claim)
     probe.ack(job, token, ok)
 
@@ -178,19 +135,9 @@ def main() -> None:
     stop = stop_flag()
     db = Db(cfg)
     log(f"started with {cfg.params}")
-    while not stop.is_set():
-        try:
-            claimed = claim(db)
-        except TRANSIENT as exc:
-            log(f"claim failed: {exc!r}")  # any lock taken on the way ended with the session
-            stop.wait(0.2)
-            continue
-        if claimed is None:
-            stop.wait(POLL_S)
-            continue
-        process(db, claimed, stop)
+    # A failed claim needs no cleanup: any lock taken on the way ended with the session.
+    serve(stop, lambda: claim(db), lambda claimed: process(db, claimed, stop))
     db.reset()
-    log("stopping")
 
 
 if __name__ == "__main__":

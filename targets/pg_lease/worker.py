@@ -13,12 +13,9 @@ import threading
 import uuid
 from typing import Any
 
-import psycopg
-
 from chaos import probe
-from chaos.worker import POLL_S, JobFailed, WorkerSettings, log, retrying, run_handler, settings, stop_flag
-
-TRANSIENT = (psycopg.OperationalError,)
+from chaos.pgworker import TRANSIENT, Db, serve
+from chaos.worker import JobFailed, WorkerSettings, log, retrying, run_handler, settings, stop_flag
 
 CLAIM = """
 UPDATE jobs SET status = 'claimed', claim_token = %(token)s, claimed_by = %(worker)s,
@@ -45,32 +42,18 @@ UPDATE jobs SET status = CASE WHEN attempts >= %(max_attempts)s THEN 'dead' ELSE
 WHERE id = %(job)s AND claim_token = %(token)s AND status = 'claimed'"""
 
 
-class Db:
-    """One autocommit connection that reconnects after the server restarted under it."""
-
-    def __init__(self, dsn: str, clock: str) -> None:
-        self.dsn = dsn
-        self.clock = clock
-        self.conn: psycopg.Connection[Any] | None = None
+class LeaseDb(Db):
+    """Lease arithmetic on one clock: the database's now(), or (the broken variant) the worker's own."""
 
     def run(self, sql: str, args: dict[str, Any]) -> tuple[int, list[tuple[Any, ...]]]:
-        if self.conn is None or self.conn.closed:
-            self.conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=3)
-        now = "%(now)s" if self.clock == "worker" else "now()"
-        args = dict(args, now=datetime.datetime.now(datetime.UTC))
-        try:
-            cursor = self.conn.execute(sql.format(now=now), args)
-            return cursor.rowcount, cursor.fetchall() if cursor.description else []
-        except TRANSIENT:
-            self.conn.close()
-            self.conn = None
-            raise
+        now = "%(now)s" if self.cfg.param("clock") == "worker" else "now()"
+        return super().run(sql.format(now=now), dict(args, now=datetime.datetime.now(datetime.UTC)))
 
 
 class Heartbeat:
     """Extends the lease from its own thread; sets `lost` the moment an extension fails."""
 
-    def __init__(self, db: Db, cfg: WorkerSettings, job: str, token: str, lost: threading.Event) -> None:
+    def __init__(self, db: LeaseDb, cfg: WorkerSettings, job: str, token: str, lost: threading.Event) -> None:
         self.db, self.cfg, self.job, self.token, self.lost = db, cfg, job, token, lost
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{job}", daemon=True)
@@ -100,7 +83,7 @@ class Heartbeat:
             self._thread.join()
 
 
-def process(db: Db, hb_db: Db, cfg: WorkerSettings, stop: threading.Event,
+def process(db: LeaseDb, hb_db: LeaseDb, cfg: WorkerSettings, stop: threading.Event,
             job: str, payload: dict[str, Any], token: str) -> None:
     mode, watchdog = cfg.param("heartbeat"), cfg.param("watchdog") == "on"
     lost = threading.Event()
@@ -131,7 +114,7 @@ def process(db: Db, hb_db: Db, cfg: WorkerSettings, stop: threading.Event,
     probe.ack(job, token, rows == 1)
 
 
-def checkpoint(db: Db, heartbeat: Heartbeat, mode: str, job: str, token: str, stop: threading.Event) -> bool:
+def checkpoint(db: LeaseDb, heartbeat: Heartbeat, mode: str, job: str, token: str, stop: threading.Event) -> bool:
     """Between units of work, confirm the claim still holds before doing the effect."""
     if mode != "none":
         heartbeat.stop()
@@ -140,26 +123,24 @@ def checkpoint(db: Db, heartbeat: Heartbeat, mode: str, job: str, token: str, st
     return rows == 1
 
 
+def claim(db: LeaseDb) -> tuple[str, dict[str, Any], int, str] | None:
+    token = uuid.uuid4().hex
+    _, rows = db.run(CLAIM, {"token": token, "lease": db.cfg.lease_s})
+    return (*rows[0], token) if rows else None
+
+
 def main() -> None:
     cfg = settings()
     stop = stop_flag()
-    db, hb_db = Db(cfg.dsn, cfg.param("clock")), Db(cfg.dsn, cfg.param("clock"))
+    db, hb_db = LeaseDb(cfg), LeaseDb(cfg)  # the heartbeat thread has its own connection
     log(f"started with {cfg.params}")
-    while not stop.is_set():
-        token = uuid.uuid4().hex
-        try:
-            _, rows = db.run(CLAIM, {"token": token, "worker": cfg.worker_id, "lease": cfg.lease_s})
-        except TRANSIENT as exc:
-            log(f"claim failed: {exc!r}")
-            stop.wait(0.2)
-            continue
-        if not rows:
-            stop.wait(POLL_S)
-            continue
-        job, payload, attempts = rows[0]
-        probe.send("claim", job, token=token, attempt=attempts)
+
+    def run(claimed: tuple[str, dict[str, Any], int, str]) -> None:
+        job, payload, attempt, token = claimed
+        probe.send("claim", job, token=token, attempt=attempt)
         process(db, hb_db, cfg, stop, job, payload, token)
-    log("stopping")
+
+    serve(stop, lambda: claim(db), run)
 
 
 if __name__ == "__main__":

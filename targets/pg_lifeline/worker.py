@@ -22,12 +22,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import psycopg
-
 from chaos import probe
-from chaos.worker import POLL_S, JobFailed, WorkerSettings, log, retrying, run_handler, settings, stop_flag
-
-TRANSIENT = (psycopg.OperationalError,)
+from chaos.pgworker import Db, serve, settle
+from chaos.worker import JobFailed, log, run_handler, settings, stop_flag
 
 CLAIM = """
 UPDATE jobs SET state = 'executing', attempted_at = now(), attempted_by = %(worker)s, attempt = attempt + 1
@@ -42,41 +39,6 @@ FAIL = """
 UPDATE jobs SET state = CASE WHEN attempt >= %(max_attempts)s THEN 'discarded' ELSE 'available' END,
        discarded_at = CASE WHEN attempt >= %(max_attempts)s THEN now() END
 WHERE id = %(job)s AND state = 'executing' AND attempted_by = %(worker)s AND attempt = %(attempt)s"""
-
-
-class Db:
-    """One autocommit connection that reconnects after the server restarted under it."""
-
-    def __init__(self, cfg: WorkerSettings) -> None:
-        self.cfg = cfg
-        self.conn: psycopg.Connection[Any] | None = None
-
-    def run(self, sql: str, args: dict[str, Any]) -> tuple[int, list[tuple[Any, ...]]]:
-        if self.conn is None or self.conn.closed or self.conn.broken:
-            self.reset()
-            self.conn = psycopg.connect(self.cfg.dsn, autocommit=True, connect_timeout=3,
-                                        application_name=self.cfg.worker_id)
-        try:
-            cursor = self.conn.execute(sql, dict(args, worker=self.cfg.worker_id))
-            return cursor.rowcount, cursor.fetchall() if cursor.description else []
-        except TRANSIENT:
-            self.reset()
-            raise
-
-    def reset(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-        self.conn = None
-
-
-def settle(db: Db, sql: str, args: dict[str, Any], stop: threading.Event) -> bool:
-    """Run a completing statement through transient errors; true when it changed the row."""
-    try:
-        rows, _ = retrying(lambda: db.run(sql, args), TRANSIENT, stop, timeout=10.0)
-    except TRANSIENT as exc:
-        log(f"{args['job']}: could not reach the queue to settle it ({exc!r}); left to the rescuer")
-        return False
-    return rows == 1
 
 
 def process(db: Db, job: str, payload: dict[str, Any], attempt: int, stop: threading.Event) -> None:
@@ -95,25 +57,18 @@ def process(db: Db, job: str, payload: dict[str, Any], attempt: int, stop: threa
     probe.ack(job, token, settle(db, COMPLETE, args, stop))
 
 
+def claim(db: Db) -> tuple[str, dict[str, Any], int] | None:
+    _, rows = db.run(CLAIM, {})  # if it committed but the answer was lost, the rescuer returns the job
+    return rows[0] if rows else None
+
+
 def main() -> None:
     cfg = settings()
     stop = stop_flag()
     db = Db(cfg)
     log(f"started with {cfg.params}")
-    while not stop.is_set():
-        try:
-            _, rows = db.run(CLAIM, {})
-        except TRANSIENT as exc:
-            log(f"claim failed: {exc!r}")  # if it committed, the rescuer returns the job
-            stop.wait(0.2)
-            continue
-        if not rows:
-            stop.wait(POLL_S)
-            continue
-        job, payload, attempt = rows[0]
-        process(db, job, payload, attempt, stop)
+    serve(stop, lambda: claim(db), lambda claimed: process(db, *claimed, stop))
     db.reset()
-    log("stopping")
 
 
 if __name__ == "__main__":

@@ -6,45 +6,40 @@ it to pending: a worker that dies after claiming leaves its job stuck forever.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-import psycopg
-
 from chaos import probe
-from chaos.worker import POLL_S, log, retrying, run_handler, settings, stop_flag
+from chaos.pgworker import Db, serve, settle
+from chaos.worker import log, run_handler, settings, stop_flag
 
-TRANSIENT = (psycopg.OperationalError,)
+CLAIM = """
+UPDATE jobs SET state = 'running', claimed_by = %(worker)s, claimed_at = now()
+WHERE id = (SELECT id FROM jobs WHERE state = 'pending' ORDER BY created_at, id FOR UPDATE SKIP LOCKED LIMIT 1)
+RETURNING id, payload"""
+COMPLETE = "UPDATE jobs SET state = 'done' WHERE id = %(job)s"
 
 
-def claim(conn: psycopg.Connection[Any], worker: str) -> tuple[str, dict[str, Any]] | None:
-    with conn.transaction():
-        row = conn.execute("SELECT id, payload FROM jobs WHERE state = 'pending' ORDER BY created_at, id "
-                           "FOR UPDATE SKIP LOCKED LIMIT 1").fetchone()
-        if row is None:
-            return None
-        conn.execute("UPDATE jobs SET state = 'running', claimed_by = %s, claimed_at = now() WHERE id = %s",
-                     (worker, row[0]))
-    return row[0], row[1]
+def claim(db: Db) -> tuple[str, dict[str, Any]] | None:
+    _, rows = db.run(CLAIM, {})
+    return rows[0] if rows else None
+
+
+def process(db: Db, job: str, payload: dict[str, Any], stop: threading.Event) -> None:
+    token = db.cfg.worker_id
+    probe.claim(job, token)
+    run_handler(payload)
+    probe.effect(job, token)
+    probe.ack(job, token, settle(db, COMPLETE, {"job": job}, stop))
 
 
 def main() -> None:
     cfg = settings()
     stop = stop_flag()
-    conn = psycopg.connect(cfg.dsn, autocommit=True)
+    db = Db(cfg)
     log("started")
-    while not stop.is_set():
-        claimed = claim(conn, cfg.worker_id)
-        if claimed is None:
-            stop.wait(POLL_S)
-            continue
-        job, payload = claimed
-        probe.claim(job, token=cfg.worker_id)
-        run_handler(payload)
-        probe.effect(job, cfg.worker_id)
-        rows = retrying(lambda job=job: conn.execute("UPDATE jobs SET state = 'done' WHERE id = %s", (job,)).rowcount,
-                        TRANSIENT, stop)
-        probe.ack(job, cfg.worker_id, rows == 1)
-    log("stopping")
+    serve(stop, lambda: claim(db), lambda claimed: process(db, *claimed, stop))
+    db.reset()
 
 
 if __name__ == "__main__":

@@ -18,15 +18,15 @@ are counted, under a savepoint, while the lock is still held).
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Any
 
-import psycopg
-
 from chaos import probe
-from chaos.worker import POLL_S, JobFailed, WorkerSettings, log, retrying, run_handler, settings, stop_flag
+from chaos.pgworker import TRANSIENT, Db, serve
+from chaos.worker import JobFailed, log, retrying, run_handler, settings, stop_flag
 
-TRANSIENT = (psycopg.OperationalError,)
+CLAIMS = itertools.count(1)
 
 CLAIM = """
 SELECT id, payload, attempts + 1, txid_current() FROM jobs
@@ -44,27 +44,6 @@ COMMITTED = """
 SELECT 1 FROM jobs WHERE id = %(job)s AND status = 'done' AND finished_by = %(worker)s AND attempts = %(attempt)s"""
 
 
-class Db:
-    """One connection, not autocommit: a job's whole life is one of its transactions. Reopened after
-    the server restarted under it (the open transaction, and with it the job's lock, is then gone)."""
-
-    def __init__(self, cfg: WorkerSettings) -> None:
-        self.cfg = cfg
-        self.conn: psycopg.Connection[Any] | None = None
-        self.claims = 0
-
-    def connection(self) -> psycopg.Connection[Any]:
-        if self.conn is None or self.conn.closed or self.conn.broken:
-            self.reset()
-            self.conn = psycopg.connect(self.cfg.dsn, connect_timeout=3, application_name=self.cfg.worker_id)
-        return self.conn
-
-    def reset(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-        self.conn = None
-
-
 def claim(db: Db) -> tuple[str, dict[str, Any], int, str] | None:
     """BEGIN and lock the first unlocked pending row; the transaction stays open when one is found."""
     conn = db.connection()
@@ -74,10 +53,9 @@ def claim(db: Db) -> tuple[str, dict[str, Any], int, str] | None:
         return None
     conn.execute("SAVEPOINT job")
     job, payload, attempt, xid = row
-    db.claims += 1
     # The xid names the owning transaction; the worker's own claim count keeps the token unique even
     # when a crash-restarted server hands out an xid again.
-    return job, payload, attempt, f"{db.cfg.worker_id}:{db.claims}:{xid}"
+    return job, payload, attempt, f"{db.cfg.worker_id}:{next(CLAIMS)}:{xid}"
 
 
 def still_owned(db: Db, job: str) -> bool:
@@ -152,22 +130,10 @@ def process(db: Db, job: str, payload: dict[str, Any], attempt: int, token: str,
 def main() -> None:
     cfg = settings()
     stop = stop_flag()
-    db = Db(cfg)
+    db = Db(cfg, autocommit=False)  # a job's whole life is one of its transactions
     log(f"started with {cfg.params}")
-    while not stop.is_set():
-        try:
-            claimed = claim(db)
-        except TRANSIENT as exc:
-            log(f"claim failed: {exc!r}")
-            db.reset()
-            stop.wait(0.2)
-            continue
-        if claimed is None:
-            stop.wait(POLL_S)
-            continue
-        process(db, *claimed, stop)
+    serve(stop, lambda: claim(db), lambda claimed: process(db, *claimed, stop), on_error=db.reset)
     db.reset()
-    log("stopping")
 
 
 if __name__ == "__main__":

@@ -140,3 +140,25 @@ def test_counts_partition_the_jobs_and_only_clean_histories_pass(plan: list[str]
     assert sum(verdict.counts[o] for o in outcomes) == len(jobs)
     assert verdict.counts["lost"] == plan.count("lost") and verdict.counts["stuck"] == plan.count("stuck")
     assert (verdict.verdict == "pass") == ("lost" not in plan and "stuck" not in plan)
+
+
+def test_kill_whose_exit_is_reaped_before_the_applied_record_is_exercised() -> None:
+    # The reaper thread may journal the exit between the nemesis's `fault` and `fault.applied` entries.
+    h = History().enqueue("a").add("gate.armed", "a", gate="g1", spec="after:effect")
+    h.add("probe.claim", "a", "w1").add("probe.effect", "a", "w1").add("gate.matched", "a", "w1", gate="g1")
+    h.add("fault", None, "w1", id="f1", kind="kill", target="w1", gate="g1")
+    h.add("process.exit", None, "w1", pid=4242, returncode=-9, signal="SIGKILL")
+    h.add("fault.applied", None, "w1", id="f1", pids=[4242]).execute("a", "w2").snapshot(a="done")
+    verdict = judge(h.events)
+    assert verdict.faults[0].exercised, verdict.faults[0].why
+    assert verdict.verdict == "pass"
+
+
+def test_sigkill_exit_of_a_process_the_fault_never_signalled_is_no_proof() -> None:
+    h = History().enqueue("a").add("gate.armed", "a", gate="g1", spec="after:effect")
+    h.add("probe.claim", "a", "w1").add("probe.effect", "a", "w1").add("gate.matched", "a", "w1", gate="g1")
+    h.add("fault", None, "w1", id="f1", kind="kill", target="w1", gate="g1")
+    h.add("fault.applied", None, "w1", id="f1", pids=[4242])
+    h.add("process.exit", None, "w1", pid=9999, returncode=-9, signal="SIGKILL")
+    verdict = judge(h.execute("a", "w2").snapshot(a="done").events)
+    assert not verdict.faults[0].exercised
