@@ -680,7 +680,7 @@ def _exercised(fault: FaultHistory, state: Pass) -> tuple[bool, str]:
     if fault.gate is not None and state.gate_matched.get(fault.gate, fault.seq) >= fault.seq:
         return False, f"gate {fault.gate} had not matched when the fault was applied"
     target = fault.target or ""
-    pids = fault.applied.data.get("pids")
+    pids = fault.applied.data.get("pids") or []
     if fault.kind in ("kill", "stop") and not pids:
         return False, "no live process of the target received the signal"
     if fault.kind == "kill":
