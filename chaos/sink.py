@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import json
 import secrets
-import select
-import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from chaos.errors import ConfigError
 from chaos.gates import Gate, GateSpec, GateTable
+from chaos.http_server import JsonPostServer, Request
 from chaos.ledger import Ledger
 from chaos.probe import POINTS
 
@@ -56,24 +54,21 @@ class Sink:
         self.gates = GateTable()
         self._boundary = EffectBoundary(mode)
         self._commit_lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="sink", daemon=True)
+        self._server = JsonPostServer(self._answer)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        host, port = self._server.address
+        return f"http://{host}:{port}"
 
     def start(self) -> Sink:
-        self._thread.start()
+        self._server.start()
         return self
 
     def close(self) -> None:
         """Release every held probe, then stop serving."""
         self.gates.release_all()
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.close()
 
     def __enter__(self) -> Sink:
         return self.start()
@@ -116,63 +111,23 @@ class Sink:
             self._held(after, point, dict(probe, seq=event.seq))
         return answer
 
+    def _answer(self, request: Request) -> tuple[int, dict[str, Any]]:
+        """Status and body for one POST: the token first, then the probe's shape, then `handle`."""
+        token = request.headers.get("x-chaos-token", "").encode("latin-1")
+        if not secrets.compare_digest(token, self.token.encode()):
+            return 401, {"error": "missing or wrong X-Chaos-Token: send the run's CHAOS_RUN_TOKEN"}
+        point = request.path.removeprefix("/probe/")
+        try:
+            probe = json.loads(request.body)
+            valid = isinstance(probe, dict) and point in POINTS and isinstance(probe.get("job"), str)
+        except ValueError:
+            valid = False
+        if not valid:
+            return 400, {"error": f"expected POST /probe/<{'|'.join(POINTS)}> with a JSON object "
+                                  "holding at least a string 'job'"}
+        return 200, self.handle(point, probe, request.peer_alive)
+
     def _held(self, gate: Gate, point: str, probe: dict[str, Any]) -> None:
         self.ledger.append("gate.matched", "sink", job=probe["job"], worker=probe.get("worker"),
                            data={"gate": gate.id, "spec": str(gate.spec), "point": point, "pid": probe.get("pid")})
         gate.hold()
-
-
-def _peer_alive(sock: socket.socket) -> bool:
-    """False when the worker closed its end (it was killed while its probe was held)."""
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
-            return True
-        return sock.recv(1, socket.MSG_PEEK) != b""
-    except OSError:
-        return False
-
-
-def _handler_for(sink: Sink) -> type[BaseHTTPRequestHandler]:
-    class ProbeHandler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # Send each reply at once: with Nagle on, a reply written in two parts (headers, then body) waits
-        # for the client's delayed ACK (~40 ms), capping a keep-alive connection at ~23 probes/s. A
-        # buffered wfile, flushed in _reply, also puts headers and body into one send.
-        disable_nagle_algorithm = True
-        wbufsize = -1
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length)
-            if not secrets.compare_digest(self.headers.get("X-Chaos-Token", ""), sink.token):
-                self._reply(401, {"error": "missing or wrong X-Chaos-Token: send the run's CHAOS_RUN_TOKEN"})
-                return
-            point = self.path.removeprefix("/probe/")
-            try:
-                probe = json.loads(raw)
-                valid = isinstance(probe, dict) and point in POINTS and isinstance(probe.get("job"), str)
-            except ValueError:
-                valid = False
-            if not valid:
-                self._reply(400, {"error": f"expected POST /probe/<{'|'.join(POINTS)}> with a JSON object "
-                                           "holding at least a string 'job'"})
-                return
-            self._reply(200, sink.handle(point, probe, lambda: _peer_alive(self.connection)))
-
-        def _reply(self, status: int, body: dict[str, Any]) -> None:
-            encoded = json.dumps(body).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(encoded)))
-                self.end_headers()
-                self.wfile.write(encoded)
-                self.wfile.flush()
-            except OSError:
-                self.close_connection = True
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet: the ledger is the log."""
-
-    return ProbeHandler
