@@ -18,6 +18,8 @@ sys.path.insert(0, str(REPO))
 from tests.integration.matrix import MATRIX  # noqa: E402
 from tests.integration.runner import run_processes  # noqa: E402
 
+EXPECTED_EXIT = {"pass": 0, "fail": 1}
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -25,7 +27,6 @@ def main() -> None:
     parser.add_argument("--only", default="", help="run only cells whose id contains this text")
     args = parser.parse_args()
     runs_dir = Path(tempfile.mkdtemp(prefix="queue-chaos-repeat-"))
-    expected = {"pass": 0, "fail": 1}
     unstable = 0
     for cell in [c for c in MATRIX if args.only in c.id]:
         codes: collections.Counter[int] = collections.Counter()
@@ -36,9 +37,12 @@ def main() -> None:
                     "--seed", str(seed), "--runs-dir", str(runs_dir)]
             for param in cell.params:
                 argv += ["-p", param]
-            codes[subprocess.run(argv, cwd=REPO, capture_output=True, check=False).returncode] += 1
+            done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
+            codes[done.returncode] += 1
             times.append(time.monotonic() - began)
-        stable = set(codes) == {expected[cell.verdict]}
+            if done.returncode != EXPECTED_EXIT[cell.verdict]:
+                print(f"--- {cell.id} seed {seed}: exit {done.returncode}\n{done.stdout}{done.stderr}", flush=True)
+        stable = set(codes) == {EXPECTED_EXIT[cell.verdict]}
         unstable += not stable
         print(f"{'ok ' if stable else 'BAD'} {cell.id:<62} exit codes {dict(codes)}  s/run min {min(times):.1f} "
               f"median {sorted(times)[len(times) // 2]:.1f} max {max(times):.1f}", flush=True)

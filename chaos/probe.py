@@ -130,5 +130,7 @@ def ack(job: str, token: str, ok: bool) -> dict[str, Any]:
     return send("ack", job, token=token, ok=ok)
 
 
-def abandon(job: str, token: str) -> dict[str, Any]:
-    return send("abandon", job, token=token)
+def abandon(job: str, token: str, reason: str = "lost") -> dict[str, Any]:
+    """Give the job up; send it before the queue can hand the job to another worker (a requeue after a
+    failure), so the ledger never shows another claim while this execution still looks alive."""
+    return send("abandon", job, token=token, reason=reason)

@@ -114,9 +114,9 @@ def process(db: Db, claim: Claim, stop: threading.Event) -> None:
     try:
         run_handler(claim.payload)
     except JobFailed as exc:
+        probe.abandon(job, token, reason="handler failed")  # before the unlock that frees the job
         recorded = settle(db, FAIL, dict(claim.args, max_attempts=int(db.cfg.contract.get("max_attempts") or 1)), stop)
         release(db, claim)
-        probe.ack(job, token, False)
         log(f"{job} failed ({exc}) on attempt {claim.attempt}; requeued or dead-lettered: {recorded}")
         return
     if not still_owned(db, claim):

@@ -97,10 +97,10 @@ def process(db: LeaseDb, hb_db: LeaseDb, cfg: WorkerSettings, stop: threading.Ev
             finished = run_handler(payload, lost if watchdog else None)
         except JobFailed as exc:
             heartbeat.stop()
+            probe.abandon(job, token, reason="handler failed")  # before the update that frees the job
             rows, _ = retrying(lambda: db.run(FAIL, {"job": job, "token": token,
                                                      "max_attempts": cfg.contract.get("max_attempts") or 1}),
                                TRANSIENT, stop)
-            probe.ack(job, token, False)
             log(f"{job} failed ({exc}); requeued or dead-lettered: {rows == 1}")
             return
         if watchdog and not (finished and checkpoint(db, heartbeat, mode, job, token, stop)):

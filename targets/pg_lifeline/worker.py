@@ -49,8 +49,8 @@ def process(db: Db, job: str, payload: dict[str, Any], attempt: int, stop: threa
         run_handler(payload)
     except JobFailed as exc:
         max_attempts = int(db.cfg.contract.get("max_attempts") or 1)
+        probe.abandon(job, token, reason="handler failed")  # before the update that frees the job
         recorded = settle(db, FAIL, dict(args, max_attempts=max_attempts), stop)
-        probe.ack(job, token, False)
         log(f"{job} failed ({exc}) on attempt {attempt}; made available again or discarded: {recorded}")
         return
     probe.effect(job, token)

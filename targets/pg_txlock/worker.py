@@ -117,8 +117,8 @@ def process(db: Db, job: str, payload: dict[str, Any], attempt: int, token: str,
     try:
         run_handler(payload)
     except JobFailed as exc:
+        probe.abandon(job, token, reason="handler failed")  # before the commit that frees the job
         fail(db, job, exc)
-        probe.ack(job, token, False)
         return
     if not still_owned(db, job):
         probe.abandon(job, token)

@@ -122,9 +122,9 @@ def test_poison_job_is_dead_lettered_after_exactly_max_attempts(tmp_path: Path, 
     assert verdict.jobs == {"job-0001": "dead_lettered", "job-0002": "completed", "job-0003": "completed"}
     probes = [e for e in events if e.job == "job-0001" and e.kind.startswith("probe.")]
     claims = [e for e in probes if e.kind == "probe.claim"]
-    acks = [e for e in probes if e.kind == "probe.ack"]
+    failures = [e for e in probes if e.kind == "probe.abandon" and e.data["reason"] == "handler failed"]
     assert [c.data["attempt"] for c in claims] == list(range(1, max_attempts + 1))
-    assert len(acks) == max_attempts and not any(a.data["ok"] for a in acks)
+    assert len(failures) == max_attempts
     assert not any(e.kind == "probe.effect" for e in probes)
     (snapshot,) = [e for e in events if e.kind == "snapshot" and e.job == "job-0001"]
     assert snapshot.data["state"] == "dead" and snapshot.data["attempts"] == max_attempts
