@@ -12,6 +12,7 @@ import psutil  # type: ignore[import-untyped, unused-ignore]
 import psycopg
 import pytest
 
+from chaos.backends import pg_binaries, pg_cluster, pg_local
 from chaos.backends import postgres as pg
 from chaos.errors import ConfigError, HarnessError
 
@@ -78,7 +79,6 @@ def test_local_start_accepts_queries(local: pg.LocalPostgres, events: Events) ->
         assert conn.execute("select current_user, current_database()").fetchone() == ("postgres", "chaos")
     assert f"port={local.port}" in local.dsn and "host=127.0.0.1" in local.dsn
     assert local.pid is not None and psutil.pid_exists(local.pid)
-    assert local.create_time is not None
     assert events[0][0] == "backend.start"
     assert events[0][1]["pid"] == local.pid and events[0][1]["port"] == local.port
     assert events[0][1]["provider"] == "local"
@@ -164,7 +164,7 @@ def test_kill_takes_down_every_server_process_and_restart_revives(local: pg.Loca
 
 @needs_server
 def test_second_start_copies_the_template(run_dir: Path) -> None:
-    if not pg.USE_TEMPLATE:
+    if not pg_cluster.USE_TEMPLATE:
         pytest.skip("template cache disabled")
     with pg.LocalPostgres(run_dir / "a"), pg.LocalPostgres(run_dir / "b") as second:
         assert second.init_method == "template"
@@ -174,7 +174,7 @@ def test_second_start_copies_the_template(run_dir: Path) -> None:
 
 @needs_server
 def test_without_template_initdb_works(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pg, "USE_TEMPLATE", False)
+    monkeypatch.setattr(pg_cluster, "USE_TEMPLATE", False)
     with pg.LocalPostgres(run_dir / "pg") as backend:
         assert backend.init_method == "initdb"
         with psycopg.connect(backend.dsn) as conn:
@@ -183,7 +183,7 @@ def test_without_template_initdb_works(run_dir: Path, monkeypatch: pytest.Monkey
 
 @needs_server
 def test_failed_start_cleans_up(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(pg.SERVER_SETTINGS, "no_such_setting", "1")
+    monkeypatch.setitem(pg_local.SERVER_SETTINGS, "no_such_setting", "1")
     backend = pg.LocalPostgres(run_dir / "pg")
     with pytest.raises(HarnessError, match="no_such_setting"), backend:
         pytest.fail("must not get here")
@@ -295,7 +295,7 @@ def test_unknown_provider_is_a_config_error() -> None:
 
 def test_missing_binaries_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", "")
-    monkeypatch.setattr(pg, "PG_LIB_ROOT", tmp_path / "no-postgresql-here")
+    monkeypatch.setattr(pg_binaries, "PG_LIB_ROOT", tmp_path / "no-postgresql-here")
     backend = pg.LocalPostgres(tmp_path / "pg")
     with pytest.raises(ConfigError) as info:
         backend.start()

@@ -1,0 +1,133 @@
+"""Stopping a PostgreSQL server for sure: signal, wait without reaping, then sweep up every process of it.
+
+A server is many processes that do not share the postmaster's process group, so a stop is only done
+once the postmaster is reaped and no process recognised as this server's is left alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psutil
+
+from chaos.errors import HarnessError
+
+STOP_GRACE_S = 5.0
+# Each step: a signal for the postmaster, then how long it gets to exit before the next step.
+StopSteps = Sequence[tuple[signal.Signals, float]]
+CLOSE_STOP: StopSteps = ((signal.SIGINT, STOP_GRACE_S), (signal.SIGQUIT, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S))
+ABORT_STOP: StopSteps = ((signal.SIGQUIT, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S))
+KILL_STOP: StopSteps = ((signal.SIGKILL, STOP_GRACE_S),)
+RESTART_STOP: dict[str, StopSteps] = {
+    "immediate": ((signal.SIGQUIT, 10.0), (signal.SIGKILL, STOP_GRACE_S)),
+    "fast": ((signal.SIGINT, 30.0), (signal.SIGQUIT, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)),
+}
+
+
+@dataclass(frozen=True)
+class ServerIdentity:
+    """How to recognise every process of one server, even orphans after the postmaster died.
+
+    PostgreSQL children call setsid(), so they are NOT in the postmaster's process group and a killpg
+    misses them; they retitle themselves 'postgres: <cluster_name>: ...' (unique per instance) and a
+    just-forked one still shows the postmaster's command line with '-D <pgdata>'.
+    """
+
+    postgres: str
+    pgdata: str
+    cluster_name: str
+
+    def matches(self, cmdline: list[str]) -> bool:
+        if " ".join(cmdline).startswith(f"postgres: {self.cluster_name}:"):
+            return True
+        return bool(cmdline) and cmdline[0] == self.postgres and self.pgdata in cmdline[1:] and "-D" in cmdline
+
+
+def exited(proc: subprocess.Popen[bytes]) -> bool:
+    """True once the process exited, WITHOUT reaping it: while it is a zombie its pid cannot be reused."""
+    if proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        # Someone else reaped it, so its pid may already be reused: mark it done (as Popen.wait would)
+        # so that nothing signals that pid any more.
+        proc.returncode = 0
+        return True
+
+
+def stop(proc: subprocess.Popen[bytes], ident: ServerIdentity, steps: StopSteps) -> int:
+    """Send each signal in turn until the postmaster exits; SIGKILL goes to it and all its descendants."""
+    for sig, grace in steps:
+        if exited(proc):
+            break
+        if sig == signal.SIGKILL:
+            _kill_tree(proc.pid)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, sig)
+        if _wait_exited(proc, grace):
+            break
+    return reap_and_sweep(proc, ident)
+
+
+def reap_and_sweep(proc: subprocess.Popen[bytes], ident: ServerIdentity, timeout: float = 5.0) -> int:
+    """Reap the exited postmaster, then SIGKILL any process of this server still alive (orphans)."""
+    try:
+        returncode = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise HarnessError(f"PostgreSQL postmaster {proc.pid} did not exit even after SIGKILL") from exc
+    deadline = time.monotonic() + timeout
+    while survivors := _live_processes(ident):
+        if time.monotonic() >= deadline:
+            raise HarnessError(f"PostgreSQL processes {survivors} of {ident.pgdata} survived SIGKILL")
+        for pid in survivors:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+    return returncode
+
+
+def _wait_exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while not exited(proc):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL the postmaster and every descendant, with no window for it to fork a new child meanwhile."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        # Stopped, it cannot fork or reap, so these pids stay its (zombie) children until it dies.
+        descendants = [int(child.pid) for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        descendants = []
+    for victim in [*descendants, pid]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(victim, signal.SIGKILL)
+
+
+def _live_processes(ident: ServerIdentity) -> list[int]:
+    """Live processes of this server; zombies are skipped (they hold no memory, ports or locks)."""
+    found: list[int] = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if process.pid == os.getpid() or process.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if ident.matches(list(process.info["cmdline"] or [])):
+                found.append(int(process.pid))
+        except psutil.Error:
+            continue
+    return found

@@ -1,0 +1,312 @@
+"""Builds the run's history (`chaos.history`) in one pass over the ledger, proving anomalies on the way.
+
+Each event is looked at once, and per-job work stays proportional to that job's events, so the pass is
+linear in the ledger. Anomalies the events alone prove become `Finding`s; the contract judges them later:
+
+- `premature_reclaim`: a claim while the job's current owner had not ended, its process alive, and
+  no kill/stop/restart applied to it since its claim, no clock fault on it, no backend restart since.
+- `stale_ack_accepted`: an accepted ack by an execution that had been superseded.
+- `effect_after_lease_loss`: an accepted effect by a superseded execution; exposure = effect time -
+  the superseding claim's time.
+- recovery: a kill, stop or restart applied to the owner's worker (or a backend restart while the job
+  was owned) loses the owner; recovery = next claim - the fault's applied time (0 when the claim landed
+  between the fault's journal entry and its applied record). An owner that survives its fault and acks
+  the job successfully needs no recovery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from chaos.history import (
+    ENDING_FAULTS,
+    GLOBAL,
+    OWNER_LOSING_FAULTS,
+    Execution,
+    FaultHistory,
+    Finding,
+    JobHistory,
+    Recovery,
+    RunHistory,
+)
+from chaos.ledger import Event
+
+CLOCK_TOLERANCE_S = 5.0
+
+
+def scan(events: Iterable[Event]) -> RunHistory:
+    """The run's history; job events (the bulk of a ledger) take the shortest path through the loop."""
+    run = RunHistory()
+    jobs = run.jobs
+    clock_faults = run.clock_faults
+    for event in events:
+        if run.origin is None:
+            run.origin = event.mono
+        kind = event.kind
+        job = event.job
+        if job is not None and not kind.startswith("gate."):  # the hot path: probes, enqueues, snapshots
+            history = jobs.get(job)
+            if history is None:
+                history = jobs[job] = JobHistory(job)
+            history.events.append(event)
+            handler = _JOB_HANDLERS.get(kind)
+            if handler is not None:
+                handler(run, history, event)
+            if clock_faults and event.worker in clock_faults and kind.startswith("probe."):
+                _on_probe_clock(clock_faults[event.worker], event)
+        elif kind == "fault":
+            _on_fault(run, event)
+            _add_context(run, event)
+        elif kind == "fault.applied":
+            _on_fault_applied(run, event)
+            _add_context(run, event)
+        elif kind.startswith(("process.", "fault.", "backend.")):
+            _on_process_or_backend(run, event)
+            _add_context(run, event)
+        elif kind == "gate.armed":
+            run.gates_armed[event.data["gate"]] = event.data.get("spec", "")
+        elif kind == "gate.matched":
+            run.gate_matched.setdefault(event.data["gate"], event.seq)
+            if job is not None:
+                run.job(job).events.append(event)
+        elif kind == "run.start":
+            run.start = event.data
+        elif kind == "run.end":
+            run.end = event.data
+        elif kind == "snapshot.taken":
+            run.snapshot_taken = True
+    return run
+
+
+def _on_enqueue(run: RunHistory, history: JobHistory, event: Event) -> None:
+    history.enqueued = True
+    fail = event.data.get("fail")
+    history.poison = None if fail is None else bool(fail)
+
+
+def _on_snapshot(run: RunHistory, history: JobHistory, event: Event) -> None:
+    history.snapshot = event.data
+
+
+def _on_abandon(run: RunHistory, history: JobHistory, event: Event) -> None:
+    execution = _execution(history, event)
+    if execution is not None:
+        _end(run, execution, event, "abandon")
+
+
+def _add_context(run: RunHistory, event: Event) -> None:
+    key = event.worker or event.data.get("target") or GLOBAL
+    run.context.setdefault(key, []).append(event)
+
+
+def _execution(history: JobHistory, event: Event) -> Execution | None:
+    """The execution a probe belongs to: by (worker, token), else that worker's latest claim of the job."""
+    worker = event.worker or "?"
+    token = event.data.get("token")
+    latest = history.latest
+    if latest is not None and latest.worker == worker and (token is None or latest.token == token):
+        return latest  # the common case
+    if token is not None:
+        execution = history.by_key.get((worker, token))
+        if execution is not None:
+            return execution
+    for execution in reversed(history.executions):  # no token, or one never claimed: rare
+        if execution.worker == worker:
+            return execution
+    return None
+
+
+def _end(run: RunHistory, execution: Execution, event: Event, how: str) -> None:
+    if execution.end is None:
+        execution.end = event
+        execution.ended_by = how
+        owned = run.open.get(execution.worker)
+        if owned is not None:
+            owned.discard(execution)
+
+
+def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
+    worker = event.worker or "?"
+    token = event.data.get("token")
+    execution = Execution(history.job, worker, token, event.data.get("pid"), event)
+    previous = history.latest
+    if previous is not None:
+        if previous.worker == worker and previous.token == token:
+            _end(run, previous, event, "reclaim")  # the same claim again: not a competitor
+        else:
+            previous.superseded_by = execution
+            if previous.end is None and not _owner_faulted(run, previous):
+                held = event.mono - previous.claim.mono
+                history.findings.append(Finding(
+                    "premature_reclaim", event.seq,
+                    f"{execution.who()} claimed it at {run.at(event)} while {previous.who()} still owned it: "
+                    f"{previous.worker} had held it for {held:.3f}s (since {run.at(previous.claim)}), its "
+                    "process alive and unfaulted (no kill, stop or restart of it since its claim, no clock "
+                    "fault on it, no backend restart since its claim)",
+                    detail={"claimer": worker, "claimer_token": token, "owner": previous.worker,
+                            "owner_token": previous.token, "held_s": round(held, 4)}))
+    if history.lost_owner_at is not None:
+        fault, owner = history.lost or ("?", "?")
+        history.recoveries.append(Recovery(event.mono - history.lost_owner_at, fault, owner, worker, event.seq))
+        history.lost_owner_at = None
+        history.lost = None
+    history.latest = execution
+    history.executions.append(execution)
+    history.by_key[(worker, token)] = execution
+    owned = run.open.get(worker)
+    if owned is None:
+        owned = run.open[worker] = set()
+    owned.add(execution)
+
+
+def _owner_faulted(run: RunHistory, execution: Execution) -> bool:
+    """Was the owner stopped, killed, restarted, clock-shifted, or its backend restarted since its claim?"""
+    since = execution.claim.seq
+    return (run.owner_faulted.get(execution.worker, -1) > since or execution.worker in run.clock_faults
+            or run.backend_restarted > since)
+
+
+def _on_effect(run: RunHistory, history: JobHistory, event: Event) -> None:
+    if not event.data.get("accepted", True):
+        return
+    history.effects.append(event)
+    execution = _execution(history, event)
+    if execution is None:
+        return
+    execution.effects += 1
+    winner = execution.superseded_by
+    if winner is not None:
+        exposure = event.mono - winner.claim.mono
+        history.findings.append(Finding(
+            "effect_after_lease_loss", event.seq,
+            f"{execution.who()} made an accepted effect {exposure:.3f}s after {winner.who()} had claimed the job "
+            f"(claimed at {run.at(winner.claim)}, effect at {run.at(event)})",
+            exposure, {"worker": execution.worker, "token": execution.token, "claimer": winner.worker,
+                       "claimer_token": winner.token, "exposure_s": round(exposure, 4)}))
+
+
+def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
+    execution = _execution(history, event)
+    if execution is None:
+        return
+    if event.data.get("ok"):
+        owner = history.latest
+        if owner is not None and owner is not execution:
+            winner = execution.superseded_by or owner
+            exposure = event.mono - winner.claim.mono
+            history.findings.append(Finding(
+                "stale_ack_accepted", event.seq,
+                f"{execution.who()} acknowledged it successfully at {run.at(event)} although {owner.who()} "
+                f"had claimed it since (at {run.at(owner.claim)}): the queue accepted an ack from a claim it "
+                "no longer held", exposure,
+                {"worker": execution.worker, "token": execution.token, "owner": owner.worker,
+                 "owner_token": owner.token, "exposure_s": round(exposure, 4)}))
+        elif owner is execution:
+            history.lost_owner_at = None  # the owner survived its fault and completed the job
+            history.lost = None
+    _end(run, execution, event, "ack")
+
+
+def _on_probe_clock(faults: list[FaultHistory], event: Event) -> None:
+    clock = event.data["clock"]
+    if isinstance(clock, bool) or not isinstance(clock, (int, float)):
+        return
+    skew = clock - event.wall
+    for fault in faults:
+        fault.clock_skew = skew
+        offset = fault.data.get("offset_s") or 0.0
+        if abs(skew - offset) < CLOCK_TOLERANCE_S:
+            fault.clock_seen = True
+
+
+_JOB_HANDLERS: dict[str, Callable[[RunHistory, JobHistory, Event], None]] = {
+    "probe.claim": _on_claim, "probe.effect": _on_effect, "probe.ack": _on_ack, "probe.abandon": _on_abandon,
+    "enqueue": _on_enqueue, "snapshot": _on_snapshot,
+}
+
+
+def _on_fault(run: RunHistory, event: Event) -> None:
+    data = event.data
+    fault = run.faults[data["id"]] = FaultHistory(data["id"], data["kind"], data.get("target"), data.get("gate"),
+                                                    event.seq, data)
+    # A fault is under way from its journal entry on: a reclaim while it is being applied (a server
+    # going down ends its sessions before restart() returns) is a consequence of it, never premature.
+    if fault.kind in OWNER_LOSING_FAULTS and fault.target:
+        fault.victims = list(run.open.get(fault.target, ()))
+        run.owner_faulted[fault.target] = event.seq
+    elif fault.kind == "backend_restart":
+        fault.victims = [e for owned in run.open.values() for e in owned]
+        run.backend_restarted = max(run.backend_restarted, event.seq)
+    elif fault.kind == "clock" and fault.target:
+        run.clock_faults.setdefault(fault.target, []).append(fault)
+
+
+def _on_fault_applied(run: RunHistory, event: Event) -> None:
+    fault = run.faults.get(event.data["id"])
+    if fault is None:
+        return
+    fault.applied = event
+    if fault.kind in OWNER_LOSING_FAULTS and fault.target:
+        run.owner_faulted[fault.target] = event.seq
+        # executions open at the journal entry, plus any claimed between the journal and the application
+        owned = run.open.get(fault.target, set())
+        fault.victims += [e for e in owned if e.claim.seq > fault.seq]
+        _lose_owners(run, fault, event)
+        if fault.kind in ENDING_FAULTS:
+            for execution in list(owned):
+                _end(run, execution, event, "fault")
+    elif fault.kind == "backend_restart":
+        run.backend_restarted = max(run.backend_restarted, event.seq)
+        fault.victims += [e for owned in run.open.values() for e in owned if e.claim.seq > fault.seq]
+        _lose_owners(run, fault, event)
+
+
+def _lose_owners(run: RunHistory, fault: FaultHistory, applied: Event) -> None:
+    """Each job whose owner this fault took starts its recovery clock at the fault's applied time."""
+    for execution in fault.victims:
+        history = run.jobs[execution.job]
+        if history.latest is execution:
+            if execution.ended_by != "ack" and history.lost_owner_at is None:
+                history.lost_owner_at = applied.mono
+                history.lost = (fault.id, execution.worker)
+        elif execution.superseded_by is not None and execution.superseded_by.claim.seq > fault.seq:
+            # reclaimed between the fault's journal entry and its application record: recovered at once
+            # (unless that claim already closed the recovery of an earlier fault)
+            winner = execution.superseded_by
+            if not any(r.claim_seq == winner.claim.seq for r in history.recoveries[-1:]):
+                history.recoveries.append(Recovery(max(0.0, winner.claim.mono - applied.mono), fault.id,
+                                                   execution.worker, winner.worker, winner.claim.seq))
+
+
+def _on_process_or_backend(run: RunHistory, event: Event) -> None:
+    kind = event.kind
+    worker = event.worker
+    if kind == "process.exit" and worker:
+        run.exits.setdefault(worker, []).append(event)
+        _on_exit(run, worker, event)
+    elif kind == "process.start" and worker:
+        run.starts.setdefault(worker, []).append(event)
+    elif kind == "fault.healed":
+        fault = run.faults.get(event.data.get("id", ""))
+        if fault is not None:
+            fault.healed = event
+    elif kind == "backend.restart":
+        run.backend_restarts.append(event)
+        run.backend_restarted = max(run.backend_restarted, event.seq)
+
+
+def _on_exit(run: RunHistory, worker: str, event: Event) -> None:
+    """A process exit ends the executions it ran: all of the worker's when it was its current process."""
+    owned = run.open.get(worker)
+    if not owned:
+        return
+    pid = event.data.get("pid")
+    starts = run.starts.get(worker)
+    current = starts[-1] if starts else None
+    if current is None or pid is None or current.data.get("pid") == pid:
+        ended = list(owned)
+    else:  # an older incarnation: only what it claimed (or anything claimed before the current one started)
+        ended = [e for e in owned if e.pid == pid or e.claim.seq < current.seq]
+    for execution in ended:
+        _end(run, execution, event, "exit")
+
