@@ -145,7 +145,10 @@ def test_kill_takes_down_every_server_process_and_restart_revives(local: pg.Loca
     assert len(children) >= 4
     # PostgreSQL children setsid() away from the postmaster's group: a killpg alone would orphan them.
     assert all(os.getpgid(child.pid) != pid for child in children)
-    assert len(_processes_of(local)) == len(children) + 1
+    # _processes_of recognises the postmaster and every child still running (short-lived ones, such as
+    # the backend of the connection closed above, may come and go between the two listings).
+    found = {p.pid for p in _processes_of(local)}
+    assert pid in found and {c.pid for c in children if c.is_running()} <= found
 
     local.kill()
 
