@@ -135,11 +135,14 @@ def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
             _end(run, previous, event, "reclaim")  # the same claim again: not a competitor
         else:
             previous.superseded_by = execution
-            if previous.end is None and not _owner_faulted(run, previous):
+            if _taken_from_healthy_owner(run, previous):
                 held = event.mono - previous.claim.mono
+                when = ("still owned it" if previous.end is None else
+                        f"had lost it to this claim (it gave it up at {run.at(previous.end)}, reported before the "
+                        "claim that caused it)")
                 history.findings.append(Finding(
                     "premature_reclaim", event.seq,
-                    f"{execution.who()} claimed it at {run.at(event)} while {previous.who()} still owned it: "
+                    f"{execution.who()} claimed it at {run.at(event)} while {previous.who()} {when}: "
                     f"{previous.worker} had held it for {held:.3f}s (since {run.at(previous.claim)}), its "
                     "process alive and unfaulted (no kill, stop or restart of it since its claim, no clock "
                     "fault on it, no backend restart since its claim)",
@@ -157,6 +160,17 @@ def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
     if owned is None:
         owned = run.open[worker] = set()
     owned.add(execution)
+
+
+def _taken_from_healthy_owner(run: RunHistory, previous: Execution) -> bool:
+    """A reclaim is premature when the owner was alive and unfaulted and either still in its handler, or
+    had just given the job up because it lost it (a worker reports its claim after committing it, so the
+    owner's reaction to the theft, a failed heartbeat and an abandon, can reach the ledger first)."""
+    if _owner_faulted(run, previous):
+        return False
+    if previous.end is None:
+        return True
+    return previous.ended_by == "abandon" and previous.end.data.get("reason") == "lost"
 
 
 def _owner_faulted(run: RunHistory, execution: Execution) -> bool:

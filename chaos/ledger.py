@@ -45,13 +45,6 @@ class Event:
     worker: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
 
-    def describe(self, origin: float = 0.0) -> str:
-        """A one-line, human-readable form used in witnesses."""
-        who = f" worker={self.worker}" if self.worker else ""
-        job = f" job={self.job}" if self.job else ""
-        extra = " ".join(f"{k}={v}" for k, v in sorted(self.data.items()) if k not in ("job", "worker"))
-        return f"#{self.seq} +{self.mono - origin:8.3f}s {self.kind}{job}{who} {extra}".rstrip()
-
 
 class Ledger:
     """Appends events durably; safe to call from many threads (one connection, one lock)."""

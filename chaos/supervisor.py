@@ -143,17 +143,6 @@ class Supervisor:
             raise HarnessError(f"process {name} (pid {old.pid}) was sent SIGKILL but was not reaped within 10s")
         return pids, self.start(name, old.argv, old.env, old.role, old.cwd)
 
-    def stop(self, name: str, grace: float = 3.0) -> None:
-        """End one process gently (SIGCONT if stopped, SIGTERM), then forcibly after `grace`."""
-        managed = self.processes[name]
-        if managed.stopped:
-            self.signal(name, signal.SIGCONT)
-        self.signal(name, signal.SIGTERM)
-        if self.wait_exit(name, grace) is None:
-            self.kill(name)
-            if self.wait_exit(name, 5.0) is None:
-                raise HarnessError(f"process {name} (pid {managed.pid}) survived SIGKILL")
-
     def close(self) -> None:
         """Resume anything stopped, terminate everything, and reap it all: nothing is left behind."""
         with self._lock:

@@ -11,10 +11,6 @@ from tests.integration.runner import chaos, run_processes
 SCENARIO = "kill_after_effect_before_ack"
 
 
-def effects_of(verdict: dict, job: str) -> list[dict]:
-    return [e for v in verdict["violations"] for e in v["witness"] if e["job"] == job and e["kind"] == "probe.effect"]
-
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_pg_lease_redelivers_the_killed_job_within_its_bound(tmp_path: Path, seed: int) -> None:
     result = chaos("run", "--target", "pg_lease", "--scenario", SCENARIO, "--seed", str(seed),

@@ -191,6 +191,23 @@ def test_reclaim_while_a_backend_restart_is_under_way_is_not_premature() -> None
     assert verdict.verdict == "pass", verdict.violations
 
 
+def test_theft_reported_after_the_healthy_owner_gave_the_job_up_is_premature() -> None:
+    # A worker reports its claim after committing it, so the owner's failed heartbeat and its abandon
+    # (reason "lost") can reach the ledger before the claim that caused them (seen with a skewed clock).
+    h = History(LEASE).enqueue("a").claim("a", "w1").heartbeat("a", "w1", ok=False)
+    h.add("probe.abandon", "a", "w1", token="w1-a", reason="lost").execute("a", "w2")
+    verdict = judge(h.snapshot(a="done").events)
+    assert kinds(verdict) == [("premature_reclaim", "a")]
+    assert "had lost it to this claim" in verdict.violations[0].message
+
+
+def test_reclaim_after_a_handler_failure_released_the_job_is_not_premature() -> None:
+    h = History(LEASE).enqueue("a").claim("a", "w1")
+    h.add("probe.abandon", "a", "w1", token="w1-a", reason="handler failed").execute("a", "w2")
+    verdict = judge(h.snapshot(a="done").events)
+    assert verdict.verdict == "pass", verdict.violations
+
+
 def test_a_stop_healed_before_the_claim_does_not_excuse_a_reclaim() -> None:
     h = History(LEASE).enqueue("a").stop("w1").heal("w1").claim("a", "w1").execute("a", "w2", dt=1.2)
     verdict = judge(h.abandon("a", "w1").snapshot(a="done").events)
