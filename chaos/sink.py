@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from chaos.errors import ConfigError
@@ -89,7 +90,7 @@ class Sink:
             self.ledger.append("gate.released", "controller", job=gate.spec.job, data={"gate": gate.id})
         gate.release()
 
-    def handle(self, point: str, probe: dict[str, Any], client_alive: Any) -> dict[str, Any]:
+    def handle(self, point: str, probe: dict[str, Any], client_alive: Callable[[], bool]) -> dict[str, Any]:
         """Run one probe through gates and the ledger; returns the answer body."""
         before = self.gates.match("before", point, probe)
         if before is not None:

@@ -111,3 +111,13 @@ def test_idempotent_sink_refuses_a_repeated_key(ledger: Ledger, monkeypatch: pyt
         assert probe.effect("job-1", "t1", key="k")["accepted"] is True
         assert probe.effect("job-1", "t2", key="k")["accepted"] is False
     assert [e.data["accepted"] for e in ledger.events() if e.kind == "probe.effect"] == [True, False]
+
+
+def test_fenced_sink_refuses_an_effect_older_than_one_seen(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Sink(ledger, mode="fenced") as sink:
+        monkeypatch.setenv("CHAOS_SINK_URL", sink.url)
+        monkeypatch.setenv("CHAOS_RUN_TOKEN", sink.token)
+        assert probe.send("effect", "job-1", token="t2", fence=2)["accepted"] is True
+        assert probe.send("effect", "job-1", token="t1", fence=1)["accepted"] is False, "a stale writer is fenced"
+        assert probe.send("effect", "job-1", token="t3", fence=3)["accepted"] is True
+        assert probe.send("effect", "job-2", token="t1", fence=1)["accepted"] is True, "fences are per job"
