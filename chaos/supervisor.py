@@ -7,7 +7,6 @@ holds, so a recycled pid is never hit. Exits are reaped into the ledger as they 
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -20,16 +19,9 @@ import psutil
 
 from chaos.errors import ConfigError, HarnessError
 from chaos.ledger import Ledger
+from chaos.parent_death import die_with_parent
 
 Scope = Literal["process", "tree"]
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: if the controller is SIGKILLed, the kernel kills this child."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 @dataclass
 class Managed:
     """A process the supervisor started, with the identity recorded at start."""
@@ -73,7 +65,7 @@ class Supervisor:
             with open(log, "ab") as out:
                 popen = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=die_with_parent())
         except FileNotFoundError as exc:
             raise ConfigError(
                 f"Cannot start {role} {name}: the program {argv[0]!r} was not found. Expected an executable "

@@ -8,6 +8,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -34,6 +35,7 @@ from chaos.backends.pg_process import (
 )
 from chaos.backends.pg_user import RunAs, can_traverse, resolve_run_as, server_env, tail
 from chaos.errors import ConfigError, HarnessError
+from chaos.parent_death import die_with_parent
 
 HOST = "127.0.0.1"
 READY_TIMEOUT_S = 30.0
@@ -279,6 +281,8 @@ class LocalPostgres(PostgresBackend):
                     cwd="/",
                     env=server_env(),
                     start_new_session=True,
+                    # SIGQUIT is PostgreSQL's immediate shutdown: it also ends the server's children.
+                    preexec_fn=die_with_parent(signal.SIGQUIT),
                     user=self._run_as.user,
                     group=self._run_as.group,
                     extra_groups=self._run_as.extra_groups,

@@ -50,3 +50,27 @@ def test_ctrl_c_while_a_worker_is_stopped_leaves_nothing_behind(tmp_path: Path) 
     healed = [e for e in events if e.kind == "fault.healed" and e.data["id"] == stopped.data["id"]]
     assert healed and healed[0].data["pids"], "the stopped worker was resumed (SIGCONT) before it was ended"
     assert events[-1].kind == "run.end" and events[-1].data["status"] == "interrupted"
+
+
+def test_controller_killed_outright_takes_its_workers_and_server_with_it(tmp_path: Path) -> None:
+    """SIGKILL of the runner runs no `finally`: the kernel's parent-death signal must end what it started,
+    and the ledger it left must still be readable (the verdict: inconclusive, nothing proven)."""
+    proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "pg_naive", "--scenario",
+                             "stop_past_deadline", "--seed", "1", "--runs-dir", str(tmp_path)],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        run_dir = wait_for_event(tmp_path, "fault.applied")
+        assert run_processes(run_dir), "the run's workers and server are up"
+        proc.kill()
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 15
+    while run_processes(run_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not run_processes(run_dir), "a stopped worker, a running worker or the server outlived the runner"
+    report = subprocess.run([sys.executable, "-m", "chaos", "report", str(run_dir)], cwd=REPO,
+                            capture_output=True, text=True, check=False)
+    assert report.returncode == 4 and "INCONCLUSIVE" in report.stdout, report.stdout + report.stderr
