@@ -120,6 +120,16 @@ class ScenarioContext:
     def kill(self, worker: str, gate: Gate | None = None, scope: str = "tree") -> list[int]:
         return self.nemesis.kill(worker, "tree" if scope == "tree" else "process", gate)
 
+    def kill_held(self, gate: Gate, scope: str = "tree") -> dict[str, Any]:
+        """Wait until `gate` holds a worker, SIGKILL it while held, then release the gate.
+
+        Returns the held probe: the ledger then proves the kill landed exactly in the gated window.
+        """
+        held = self.wait(gate)
+        self.kill(held["worker"], gate=gate, scope=scope)
+        self.release(gate)
+        return held
+
     def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
                    gate: Gate | None = None) -> bool:
         """SIGSTOP a worker until a ledger event satisfies `predicate` (or `max_s` passes), then SIGCONT.

@@ -21,9 +21,7 @@ def run(ctx: Any) -> None:
     reclaim_gate = ctx.arm("after:claim", job=victim, nth=2)
     ctx.start_worker()
     ctx.start_worker()
-    held = ctx.wait(effect_gate)
-    ctx.kill(held["worker"], gate=effect_gate)
-    ctx.release(effect_gate)
+    ctx.kill_held(effect_gate)
     if ctx.has_reconciler:
         ctx.restart("reconciler")
     ctx.start_worker()
