@@ -71,3 +71,19 @@ def test_report_recomputes_the_verdict_from_the_ledger_alone(tmp_path: Path) -> 
     assert again.code == 1
     assert again.verdict["violations"] == original["violations"]
     assert again.verdict["counts"] == original["counts"]
+
+
+def test_a_gate_that_never_matches_makes_the_run_inconclusive_not_pass(tmp_path: Path) -> None:
+    scenario = tmp_path / "aim_at_nothing.py"
+    scenario.write_text('"""Arms a gate on a job that does not exist."""\n\n'
+                        "def run(ctx):\n"
+                        "    ctx.enqueue(2)\n"
+                        "    gate = ctx.arm('after:effect', job='no-such-job')\n"
+                        "    ctx.start_worker()\n"
+                        "    ctx.wait_drained(10.0)\n"
+                        "    ctx.wait(gate, 0.5)\n")
+    result = chaos("run", "--target", "pg_lease", "--scenario", str(scenario), "--runs-dir", str(tmp_path / "runs"))
+    assert result.code == 4, result.stdout + result.stderr
+    assert result.verdict["verdict"] == "inconclusive" and result.verdict["counts"]["completed"] == 2
+    assert "never matched" in result.stdout
+    assert not run_processes(result.run_dir)
