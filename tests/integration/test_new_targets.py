@@ -1,9 +1,10 @@
 """The owner-scoped and reconciled reference targets on real PostgreSQL: pg_txlock (row lock held for the
 whole job), pg_advisory (session advisory lock, as Que) and pg_lifeline (age-based rescuer, as Oban).
 
-Known answers (the CLI runs of kill_after_effect_before_ack live in test_known_answers.py): the lock-based ones
-release it as soon as the owner's session ends (well under a second), the rescuer only once the job
-is older than its rescue age; a poison job is dead-lettered after exactly max_attempts attempts.
+Known answers (their CLI runs of kill_after_effect_before_ack are in test_known_answers.py): the
+lock-based ones release a killed owner's job as soon as its session ends (well under a second), the
+rescuer only once the job is older than its rescue age; a poison job is dead-lettered after exactly
+max_attempts attempts.
 """
 
 from __future__ import annotations
