@@ -21,6 +21,10 @@ class HarnessError(ChaosError):
     exit_code = 3
 
 
+class ScenarioError(HarnessError):
+    """The scenario's own code raised: the run cannot be judged (exit 3), and the user's traceback matters."""
+
+
 class NotExercised(ChaosError):
     """A gate never matched, so the fault was never injected: the run is inconclusive (exit 4)."""
 

@@ -7,6 +7,7 @@ import json
 import os
 import secrets
 import shlex
+import traceback
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,7 +17,7 @@ from typing import Any
 from chaos.backends.postgres import open_postgres
 from chaos.checker import judge
 from chaos.context import ScenarioContext
-from chaos.errors import ChaosError, NotExercised
+from chaos.errors import ChaosError, NotExercised, ScenarioError
 from chaos.ledger import Ledger
 from chaos.nemesis import Nemesis
 from chaos.report import write_reports
@@ -98,14 +99,22 @@ class Run:
                     self.scenario.run(ctx)
                 except NotExercised as exc:
                     status, detail = "not_exercised", str(exc)
+                except ChaosError:
+                    raise
+                except Exception as exc:
+                    raise ScenarioError(
+                        f"Scenario {self.scenario.path} raised {type(exc).__name__}: {exc}. Everything the run "
+                        f"started was stopped; the scenario's traceback follows.\n{traceback.format_exc()}"
+                    ) from exc
                 sink.gates.release_all()
                 supervisor.close()
                 self._snapshot(control)
         except ChaosError as exc:
             self.ledger.append("run.end", "controller", data={"status": "error", "detail": str(exc)})
             raise
-        except BaseException as exc:
-            self.ledger.append("run.end", "controller", data={"status": "interrupted", "detail": repr(exc)})
+        except BaseException as exc:  # Ctrl-C, SIGTERM, or a bug in the suite itself
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+            self.ledger.append("run.end", "controller", data={"status": status, "detail": repr(exc)})
             raise
         self.ledger.append("run.end", "controller", data={"status": status, "detail": detail})
         verdict = judge(self.ledger.events())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.runner import chaos, processes_mentioning
+from tests.integration.runner import chaos, processes_mentioning, run_processes
 
 
 def assert_usage_error(result, *phrases: str) -> None:  # type: ignore[no-untyped-def]
@@ -72,3 +72,14 @@ def test_bad_external_dsn(tmp_path: Path) -> None:
 def test_report_on_a_directory_without_a_ledger(tmp_path: Path) -> None:
     result = chaos("report", str(tmp_path), runs_dir=tmp_path)
     assert_usage_error(result, "No ledger")
+
+
+def test_a_scenario_that_raises_is_a_harness_error_with_its_traceback_and_no_leftovers(tmp_path: Path) -> None:
+    scenario = tmp_path / "broken.py"
+    scenario.write_text('"""Starts a worker, then fails."""\n\ndef run(ctx):\n    ctx.start_worker()\n'
+                        "    raise ValueError('my scenario is wrong')\n")
+    result = chaos("run", "--target", "pg_lease", "--scenario", str(scenario), "--runs-dir", str(tmp_path / "runs"))
+    assert result.code == 3, result.stdout + result.stderr
+    assert "raised ValueError: my scenario is wrong" in result.stderr
+    assert "broken.py" in result.stderr and "Traceback" in result.stderr, "the user's own traceback is shown"
+    assert result.run_dir is not None and not run_processes(result.run_dir)
