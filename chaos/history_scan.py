@@ -3,8 +3,9 @@
 Each event is looked at once, and per-job work stays proportional to that job's events, so the pass is
 linear in the ledger. Anomalies the events alone prove become `Finding`s; the contract judges them later:
 
-- `premature_reclaim`: a claim while the job's current owner had not ended, its process alive, and
-  no kill/stop/restart applied to it since its claim, no clock fault on it, no backend restart since.
+- `premature_reclaim`: a claim while the job's current owner had not ended (or had just given it up
+  as lost: the claim that took it is reported after it commits), its process alive, and no
+  kill/stop/restart applied to it since its claim, no clock fault on it, no backend restart since.
 - `stale_ack_accepted`: an accepted ack by an execution that had been superseded.
 - `effect_after_lease_loss`: an accepted effect by a superseded execution; exposure = effect time -
   the superseding claim's time.
