@@ -68,8 +68,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    verdict = judge(read_events(args.run_dir / "ledger.sqlite"))
-    write_reports(args.run_dir, verdict)
+    events = read_events(args.run_dir / "ledger.sqlite")
+    verdict = judge(events)
+    write_reports(args.run_dir, verdict, events)
     print(summary(verdict, args.run_dir))
     return verdict.exit_code
 

@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from chaos import timeline
+from chaos.ledger import Event
 from chaos.verdict import Verdict
 
 WITNESS_LINES = 40
 
 
-def write_reports(run_dir: Path, verdict: Verdict) -> None:
+def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> None:
     (run_dir / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2, default=str) + "\n")
     (run_dir / "summary.txt").write_text(summary(verdict, run_dir) + "\n")
     (run_dir / "summary.md").write_text(markdown(verdict) + "\n")
     junit(verdict).write(run_dir / "junit.xml", encoding="utf-8", xml_declaration=True)
+    (run_dir / "report.html").write_text(timeline.render(verdict, events) + "\n")
 
 
 def junit(verdict: Verdict) -> ET.ElementTree:

@@ -117,8 +117,9 @@ class Run:
             self.ledger.append("run.end", "controller", data={"status": status, "detail": repr(exc)})
             raise
         self.ledger.append("run.end", "controller", data={"status": status, "detail": detail})
-        verdict = judge(self.ledger.events())
-        write_reports(self.dir, verdict)
+        events = self.ledger.events()
+        verdict = judge(events)
+        write_reports(self.dir, verdict, events)
         return verdict
 
     def _snapshot(self, control: Control) -> None:
