@@ -14,7 +14,7 @@ from chaos.gates import Gate
 from chaos.ledger import Event
 from chaos.nemesis import Nemesis, faketime_env
 from chaos.sink import Sink
-from chaos.supervisor import Supervisor
+from chaos.supervisor import Scope, Supervisor
 from chaos.target import Control, Job
 
 if TYPE_CHECKING:
@@ -117,10 +117,10 @@ class ScenarioContext:
 
     # -- faults ----------------------------------------------------------------------------------
 
-    def kill(self, worker: str, gate: Gate | None = None, scope: str = "tree") -> list[int]:
-        return self.nemesis.kill(worker, "tree" if scope == "tree" else "process", gate)
+    def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree") -> list[int]:
+        return self.nemesis.kill(worker, scope, gate)
 
-    def kill_held(self, gate: Gate, scope: str = "tree") -> dict[str, Any]:
+    def kill_held(self, gate: Gate, scope: Scope = "tree") -> dict[str, Any]:
         """Wait until `gate` holds a worker, SIGKILL it while held, then release the gate.
 
         Returns the held probe: the ledger then proves the kill landed exactly in the gated window.

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chaos.errors import ConfigError, HarnessError
+from chaos.errors import ConfigError
 from chaos.gates import Gate
 from chaos.ledger import Ledger
 from chaos.supervisor import Scope, Supervisor
@@ -57,14 +57,12 @@ class Nemesis:
     def kill(self, worker: str, scope: Scope = "tree", gate: Gate | None = None) -> list[int]:
         """SIGKILL a worker (or only the process that runs the handler) and wait until it is reaped."""
         fault_id = self.journal("kill", worker, gate, scope=scope)
-        pids = self.supervisor.kill(worker, scope)
+        pids = self.supervisor.kill_and_reap(worker, scope)
         self.applied(fault_id, worker, pids=pids)
-        if self.supervisor.wait_exit(worker, 10.0) is None and scope == "tree":
-            raise HarnessError(f"worker {worker} was sent SIGKILL but was not reaped within 10s")
         return pids
 
     def stop(self, worker: str, until: Callable[[float], bool], max_s: float, gate: Gate | None = None,
-             before_resume: Callable[[], None] | None = None) -> bool:
+             while_stopped: Callable[[], None] | None = None) -> bool:
         """SIGSTOP a worker's tree until `until(remaining_s)` holds (or `max_s` passes), then SIGCONT.
 
         The SIGCONT is in `finally`: a stopped process is never left behind, whatever happens.
@@ -75,8 +73,8 @@ class Nemesis:
         try:
             pids = self.supervisor.signal(worker, signal.SIGSTOP)
             self.applied(fault_id, worker, pids=pids)
-            if before_resume is not None:
-                before_resume()
+            if while_stopped is not None:
+                while_stopped()
             held = until(max_s)
         finally:
             resumed = self.supervisor.signal(worker, signal.SIGCONT)

@@ -484,7 +484,7 @@ def test_overlap_premature_and_exposure_match_a_pairwise_reference(schedule: lis
     effecting = [i for _, i in claims if (i, "effect") in at]
     overlapping = any(at[(a, "claim")] < at[(b, "claim")] < end[a] or at[(b, "claim")] < at[(a, "claim")] < end[b]
                       for a in effecting for b in effecting if a < b)
-    premature = sum(1 for (seq, _), (prev_seq, prev) in zip(claims[1:], claims, strict=False) if end[prev] > seq)
+    premature = sum(1 for (seq, _), (_, prev) in zip(claims[1:], claims, strict=False) if end[prev] > seq)
     exposed = sum(1 for i in effecting if any(at[(i, "claim")] < seq < at[(i, "effect")] for seq, _ in claims))
 
     expected = ("completed" if len(effecting) == 1 else "overlapped" if overlapping else
