@@ -100,6 +100,7 @@ class FaultHistory:
     gate: str | None
     seq: int
     data: dict[str, Any] = field(default_factory=dict)
+    journal: Event | None = None  # the `fault` entry: the fault is under way from here on
     applied: Event | None = None
     healed: Event | None = None
     victims: list[Execution] = field(default_factory=list)

@@ -243,7 +243,7 @@ _JOB_HANDLERS: dict[str, Callable[[RunHistory, JobHistory, Event], None]] = {
 def _on_fault(run: RunHistory, event: Event) -> None:
     data = event.data
     fault = run.faults[data["id"]] = FaultHistory(data["id"], data["kind"], data.get("target"), data.get("gate"),
-                                                    event.seq, data)
+                                                    event.seq, data, journal=event)
     # A fault is under way from its journal entry on: a reclaim while it is being applied (a server
     # going down ends its sessions before restart() returns) is a consequence of it, never premature.
     if fault.kind in OWNER_LOSING_FAULTS and fault.target:
@@ -267,13 +267,24 @@ def _on_fault_applied(run: RunHistory, event: Event) -> None:
         owned = run.open.get(fault.target, set())
         fault.victims += [e for e in owned if e.claim.seq > fault.seq]
         _lose_owners(run, fault, event)
-        if fault.kind in ENDING_FAULTS:
-            for execution in list(owned):
-                _end(run, execution, event, "fault")
+        if fault.kind in ENDING_FAULTS and fault.journal is not None:
+            _end_at_journal(run, fault, fault.journal)
     elif fault.kind == "backend_restart":
         run.backend_restarted = max(run.backend_restarted, event.seq)
         fault.victims += [e for owned in run.open.values() for e in owned if e.claim.seq > fault.seq]
         _lose_owners(run, fault, event)
+
+
+def _end_at_journal(run: RunHistory, fault: FaultHistory, journal: Event) -> None:
+    """A kill or restart ends the executions its target ran at its journal entry: the process is dying
+    from then on, and its reaped exit (or the record of the fault) may reach the ledger only after a
+    fast reclaim (a row lock is freed within milliseconds) has been reported."""
+    for execution in fault.victims:
+        if execution.claim.seq < fault.seq and execution.ended_by in (None, "exit"):
+            if execution.end is None:
+                _end(run, execution, journal, "fault")
+            else:
+                execution.end, execution.ended_by = journal, "fault"
 
 
 def _lose_owners(run: RunHistory, fault: FaultHistory, applied: Event) -> None:

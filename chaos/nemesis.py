@@ -57,8 +57,9 @@ class Nemesis:
     def kill(self, worker: str, scope: Scope = "tree", gate: Gate | None = None) -> list[int]:
         """SIGKILL a worker (or only the process that runs the handler) and wait until it is reaped."""
         fault_id = self.journal("kill", worker, gate, scope=scope)
-        pids = self.supervisor.kill_and_reap(worker, scope)
+        pids = self.supervisor.kill(worker, scope)
         self.applied(fault_id, worker, pids=pids)
+        self.supervisor.reap(worker)
         return pids
 
     def stop(self, worker: str, until: Callable[[float], bool], max_s: float, gate: Gate | None = None,

@@ -127,18 +127,17 @@ class Supervisor:
         managed.reaper.join(timeout)
         return managed.popen.returncode if not managed.reaper.is_alive() else None
 
-    def kill_and_reap(self, name: str, scope: Scope = "tree") -> list[int]:
-        """SIGKILL a process (or its tree) and wait until its exit is in the ledger; returns the pids hit."""
-        pids = self.kill(name, scope)
+    def reap(self, name: str) -> None:
+        """Wait until a killed process's exit is in the ledger; a process SIGKILL cannot end is a harness error."""
         if self.wait_exit(name, 10.0) is None:
             raise HarnessError(f"process {name} (pid {self.processes[name].pid}) was sent SIGKILL but was not "
                                "reaped within 10s")
-        return pids
 
     def restart(self, name: str) -> tuple[list[int], Managed]:
         """SIGKILL a process's tree, reap it, and start it again with the same command and name."""
         old = self.processes[name]
-        pids = self.kill_and_reap(name)
+        pids = self.kill(name)
+        self.reap(name)
         return pids, self.start(name, old.argv, old.env, old.role, old.cwd)
 
     def close(self) -> None:

@@ -162,3 +162,18 @@ def test_sigkill_exit_of_a_process_the_fault_never_signalled_is_no_proof() -> No
     h.add("process.exit", None, "w1", pid=9999, returncode=-9, signal="SIGKILL")
     verdict = judge(h.execute("a", "w2").snapshot(a="done").events)
     assert not verdict.faults[0].exercised
+
+
+def test_reclaim_reported_before_the_killed_owners_exit_is_a_redelivery_not_an_overlap() -> None:
+    # A row lock is freed within milliseconds of the kill: the next owner's claim and effect can reach
+    # the ledger before the killed process's exit is reaped (seen on pg_txlock).
+    contract = replace(AT_LEAST_ONCE, overlap="never")
+    h = History(contract).enqueue("a").add("gate.armed", "a", gate="g1", spec="after:effect")
+    h.add("probe.claim", "a", "w1", token="t1").add("probe.effect", "a", "w1", token="t1", accepted=True)
+    h.add("gate.matched", "a", "w1", gate="g1").add("fault", None, "w1", id="f1", kind="kill", target="w1", gate="g1")
+    h.add("probe.claim", "a", "w2", token="t2").add("probe.effect", "a", "w2", token="t2", accepted=True)
+    h.add("process.exit", None, "w1", pid=4242, returncode=-9, signal="SIGKILL")
+    h.add("probe.ack", "a", "w2", token="t2", ok=True).add("fault.applied", None, "w1", id="f1", pids=[4242])
+    verdict = judge(h.snapshot(a="done").events)
+    assert verdict.verdict == "pass", verdict.violations
+    assert verdict.jobs == {"a": "redelivered"}
