@@ -64,34 +64,47 @@ def exited(proc: subprocess.Popen[bytes]) -> bool:
 
 def stop(proc: subprocess.Popen[bytes], ident: ServerIdentity, steps: StopSteps) -> int:
     """Send each signal in turn until the postmaster exits; SIGKILL goes to it and all its descendants."""
+    killed: list[psutil.Process] = []
     for sig, grace in steps:
         if exited(proc):
             break
         if sig == signal.SIGKILL:
-            _kill_tree(proc.pid)
+            killed = _kill_tree(proc.pid)
         else:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, sig)
         if _wait_exited(proc, grace):
             break
-    return reap_and_sweep(proc, ident)
+    return reap_and_sweep(proc, ident, killed)
 
 
-def reap_and_sweep(proc: subprocess.Popen[bytes], ident: ServerIdentity, timeout: float = 5.0) -> int:
-    """Reap the exited postmaster, then SIGKILL any process of this server still alive (orphans)."""
+def reap_and_sweep(proc: subprocess.Popen[bytes], ident: ServerIdentity, killed: Sequence[psutil.Process] = (),
+                   timeout: float = 5.0) -> int:
+    """Reap the exited postmaster, SIGKILL any process of this server still alive (orphans), and wait
+    until every process killed is dead.
+
+    A SIGKILLed process lives on for a moment while the kernel tears it down, and by then it has lost
+    its command line, so the identity sweep alone would stop seeing it before it is dead: each process
+    signalled is therefore also waited on by its own (pid, create time) identity.
+    """
     try:
         returncode = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         raise HarnessError(f"PostgreSQL postmaster {proc.pid} did not exit even after SIGKILL") from exc
+    pending = {process.pid: process for process in killed}
     deadline = time.monotonic() + timeout
-    while survivors := _live_processes(ident):
+    while True:
+        survivors = _live_processes(ident)
+        for process in survivors:
+            with contextlib.suppress(psutil.Error):
+                process.send_signal(signal.SIGKILL)
+            pending[process.pid] = process
+        pending = {pid: process for pid, process in pending.items() if _alive(process)}
+        if not pending:
+            return returncode
         if time.monotonic() >= deadline:
-            raise HarnessError(f"PostgreSQL processes {survivors} of {ident.pgdata} survived SIGKILL")
-        for pid in survivors:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+            raise HarnessError(f"PostgreSQL processes {sorted(pending)} of {ident.pgdata} survived SIGKILL")
         time.sleep(0.01)
-    return returncode
 
 
 def _wait_exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
@@ -105,29 +118,40 @@ def _wait_exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     return True
 
 
-def _kill_tree(pid: int) -> None:
+def _kill_tree(pid: int) -> list[psutil.Process]:
     """SIGKILL the postmaster and every descendant, with no window for it to fork a new child meanwhile."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGSTOP)
     try:
         # Stopped, it cannot fork or reap, so these pids stay its (zombie) children until it dies.
-        descendants = [int(child.pid) for child in psutil.Process(pid).children(recursive=True)]
+        descendants = psutil.Process(pid).children(recursive=True)
     except psutil.Error:
         descendants = []
-    for victim in [*descendants, pid]:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(victim, signal.SIGKILL)
+    for victim in descendants:
+        with contextlib.suppress(psutil.Error):
+            victim.send_signal(signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    return descendants
 
 
-def _live_processes(ident: ServerIdentity) -> list[int]:
+def _alive(process: psutil.Process) -> bool:
+    """True while this very process (pid and create time) exists and is not yet a zombie."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _live_processes(ident: ServerIdentity) -> list[psutil.Process]:
     """Live processes of this server; zombies are skipped (they hold no memory, ports or locks)."""
-    found: list[int] = []
+    found: list[psutil.Process] = []
     for process in psutil.process_iter(["cmdline", "status"]):
         try:
             if process.pid == os.getpid() or process.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
             if ident.matches(list(process.info["cmdline"] or [])):
-                found.append(int(process.pid))
+                found.append(process)
         except psutil.Error:
             continue
     return found
