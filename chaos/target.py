@@ -7,10 +7,11 @@ worker environment, and takes the final `snapshot()` of every job as the queue i
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -66,9 +67,11 @@ class Target:
     params: dict[str, str]
     choices: dict[str, list[str]]
     reconciler: list[str] | None = None
+    kinds: dict[str, str] = field(default_factory=dict)
 
     def with_params(self, overrides: dict[str, str]) -> Target:
-        """Apply `-p key=value` overrides, refusing unknown keys and values outside the declared choices."""
+        """Apply `-p key=value` overrides, refusing unknown keys, values outside the declared choices, and
+        values of another kind than the default in target.toml (a number stays a number)."""
         params = dict(self.params)
         for key, value in overrides.items():
             if key not in params:
@@ -79,9 +82,12 @@ class Target:
             if allowed and value not in allowed:
                 raise ConfigError(f"Target {self.name}: parameter {key}={value!r} is not one of "
                                   f"{', '.join(allowed)}.")
+            kind = self.kinds.get(key, "string")
+            if not _is_of_kind(value, kind):
+                raise ConfigError(f"Target {self.name}: parameter {key}={value!r} is not {_KIND_EXAMPLES[kind]}, "
+                                  f"as its default {key} = {self.params[key]} in target.toml is.")
             params[key] = value
-        return Target(self.name, self.path, self.description, self.backend, self.control, self.worker,
-                      self.contract, params, self.choices, self.reconciler)
+        return replace(self, params=params)
 
     def command(self, argv: list[str]) -> list[str]:
         return [part.format(python=sys.executable, target_dir=str(self.path)) for part in argv]
@@ -164,7 +170,43 @@ def load_target(folder: Path) -> Target:
         if not argv or not all(isinstance(part, str) for part in argv):
             raise ConfigError(f"{file}: {key} must be a non-empty list of strings (a command and its arguments).")
     contract = Contract.from_dict(dict(need("contract", dict, "a [contract] table")), str(file))
-    params = {str(k): str(v) for k, v in dict(raw.get("params", {})).items()}
+    params, kinds = _load_params(dict(need("params", dict, "a [params] table")) if "params" in raw else {}, file)
     choices = {str(k): [str(v) for v in values] for k, values in dict(raw.get("choices", {})).items()}
     return Target(str(raw.get("name", folder.name)), folder.resolve(), str(raw.get("description", "")), backend,
-                  str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler)
+                  str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, kinds)
+
+
+_KIND_EXAMPLES = {"integer": "an integer", "number": "a finite number", "boolean": "true or false",
+                  "string": "a string"}
+
+
+def _load_params(raw: dict[str, Any], file: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Each parameter's default as the string its worker gets, and its kind, taken from the TOML value's type."""
+    params: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    for key, value in raw.items():
+        if isinstance(value, bool):
+            kinds[key], params[key] = "boolean", str(value).lower()
+        elif isinstance(value, int):
+            kinds[key], params[key] = "integer", str(value)
+        elif isinstance(value, float):
+            kinds[key], params[key] = "number", repr(value)
+        elif isinstance(value, str):
+            kinds[key], params[key] = "string", value
+        else:
+            raise ConfigError(f"{file}: parameter {key} = {value!r} must be a string, integer, number or boolean; "
+                              "its type is the kind of value `-p` accepts for it.")
+    return params, kinds
+
+
+def _is_of_kind(value: str, kind: str) -> bool:
+    if kind == "boolean":
+        return value in ("true", "false")
+    try:
+        if kind == "integer":
+            int(value)
+        elif kind == "number":
+            return math.isfinite(float(value))
+    except ValueError:
+        return False
+    return True

@@ -37,6 +37,8 @@ def test_unknown_scenario(tmp_path: Path) -> None:
     ('backend = "postgres"\nworker = ["x"]\n[contract]\nrecovery_bound_s = 1\ndelivery = "maybe"\n',
      "contract delivery = 'maybe'"),
     ('backend = "postgres"\nworker = ["x"]\n[contract]\nlease_s = 1\n', "needs recovery_bound_s"),
+    ('backend = "postgres"\nworker = ["x"]\n[params]\nlevels = [1, 2]\n[contract]\nrecovery_bound_s = 1\n',
+     "parameter levels = [1, 2] must be a string, integer, number or boolean"),
 ])
 def test_malformed_target_toml(tmp_path: Path, toml: str, phrase: str) -> None:
     target = tmp_path / "mytarget"
@@ -54,6 +56,13 @@ def test_unknown_parameter_and_bad_value(tmp_path: Path) -> None:
     result = chaos("run", "--target", "pg_lease", "--scenario", "kill_after_effect_before_ack", "-p", "ack=sometimes",
                    "--runs-dir", str(tmp_path))
     assert_usage_error(result, "ack='sometimes' is not one of conditional, unconditional")
+
+
+def test_a_parameter_keeps_the_kind_of_its_default(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "pg_lifeline", "--scenario", "kill_after_effect_before_ack",
+                   "-p", "rescue_after_s=abc", "--runs-dir", str(tmp_path))
+    assert_usage_error(result, "rescue_after_s='abc' is not a finite number", "rescue_after_s = 1.5")
+    assert not list(tmp_path.iterdir()), "no run dir for a run that never started"
 
 
 def test_missing_initdb(tmp_path: Path) -> None:
