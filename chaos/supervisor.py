@@ -20,6 +20,7 @@ import psutil
 from chaos.errors import ConfigError, HarnessError
 from chaos.ledger import Ledger
 from chaos.parent_death import die_with_parent
+from chaos.process_wait import wait_dead
 
 Scope = Literal["process", "tree"]
 @dataclass
@@ -152,15 +153,19 @@ class Supervisor:
             if self.wait_exit(managed.name, 3.0) is None:
                 self.kill(managed.name)
                 self.wait_exit(managed.name, 5.0)
-        for managed in running:
-            _kill_group_leftovers(managed.pid)
+        leftovers = [proc for managed in running for proc in _kill_group_leftovers(managed.pid)]
+        if still := wait_dead(leftovers, 5.0):
+            raise HarnessError(f"processes {[proc.pid for proc in still]} survived SIGKILL at the end of the run")
 
 
-def _kill_group_leftovers(pgid: int) -> None:
-    """Daemonized grandchildren keep the worker's process group; make sure none survives."""
+def _kill_group_leftovers(pgid: int) -> list[psutil.Process]:
+    """Daemonized grandchildren keep the worker's process group; SIGKILL every one still there."""
+    killed = []
     for proc in psutil.process_iter(["pid"]):
         try:
             if os.getpgid(proc.pid) == pgid:
                 proc.kill()
+                killed.append(proc)
         except (ProcessLookupError, psutil.NoSuchProcess, psutil.AccessDenied, PermissionError):
             continue
+    return killed

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import psutil
 
 from chaos.errors import HarnessError
+from chaos.process_wait import is_alive
 
 STOP_GRACE_S = 5.0
 # Each step: a signal for the postmaster, then how long it gets to exit before the next step.
@@ -91,19 +92,19 @@ def reap_and_sweep(proc: subprocess.Popen[bytes], ident: ServerIdentity, killed:
         returncode = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         raise HarnessError(f"PostgreSQL postmaster {proc.pid} did not exit even after SIGKILL") from exc
-    pending = {process.pid: process for process in killed}
+    pending = list(killed)
     deadline = time.monotonic() + timeout
     while True:
         survivors = _live_processes(ident)
         for process in survivors:
             with contextlib.suppress(psutil.Error):
                 process.send_signal(signal.SIGKILL)
-            pending[process.pid] = process
-        pending = {pid: process for pid, process in pending.items() if _alive(process)}
+        pending = [process for process in [*pending, *survivors] if is_alive(process)]
         if not pending:
             return returncode
         if time.monotonic() >= deadline:
-            raise HarnessError(f"PostgreSQL processes {sorted(pending)} of {ident.pgdata} survived SIGKILL")
+            pids = sorted({process.pid for process in pending})
+            raise HarnessError(f"PostgreSQL processes {pids} of {ident.pgdata} survived SIGKILL")
         time.sleep(0.01)
 
 
@@ -133,14 +134,6 @@ def _kill_tree(pid: int) -> list[psutil.Process]:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGKILL)
     return descendants
-
-
-def _alive(process: psutil.Process) -> bool:
-    """True while this very process (pid and create time) exists and is not yet a zombie."""
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def _live_processes(ident: ServerIdentity) -> list[psutil.Process]:
