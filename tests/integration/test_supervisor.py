@@ -31,6 +31,16 @@ def wait_children(sup: Supervisor, name: str, count: int) -> list[psutil.Process
     raise AssertionError("child never started")
 
 
+def status_becomes(processes: list[psutil.Process], status: str, timeout: float = 10) -> bool:
+    """A signal takes effect when the process is next scheduled, which under load can take a while."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(process.status() == status for process in processes):
+            return True
+        time.sleep(0.01)
+    return False
+
+
 @pytest.fixture
 def sup(ledger: Ledger, tmp_path: Path) -> Supervisor:
     supervisor = Supervisor(ledger, tmp_path / "logs")
@@ -55,13 +65,11 @@ def test_kill_tree_reaches_every_process_and_the_exit_is_reaped(sup: Supervisor,
 def test_stop_and_cont_really_stop_the_tree(sup: Supervisor) -> None:
     managed = sup.start("w1", TREE, dict(os.environ))
     (child,) = wait_children(sup, "w1", 1)
+    parent = psutil.Process(managed.pid)
     sup.signal("w1", signal.SIGSTOP)
-    time.sleep(0.1)
-    assert psutil.Process(managed.pid).status() == psutil.STATUS_STOPPED
-    assert child.status() == psutil.STATUS_STOPPED
+    assert status_becomes([parent, child], psutil.STATUS_STOPPED)
     sup.signal("w1", signal.SIGCONT)
-    time.sleep(0.1)
-    assert psutil.Process(managed.pid).status() != psutil.STATUS_STOPPED
+    assert status_becomes([parent, child], psutil.STATUS_SLEEPING)
 
 
 def test_close_resumes_stopped_processes_and_leaves_nothing(sup: Supervisor) -> None:
