@@ -23,6 +23,8 @@ from chaos.parent_death import die_with_parent
 from chaos.process_wait import wait_dead
 
 Scope = Literal["process", "tree"]
+
+
 @dataclass
 class Managed:
     """A process the supervisor started, with the identity recorded at start."""
