@@ -11,10 +11,9 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from chaos.errors import ConfigError
 
@@ -31,19 +30,23 @@ CREATE TABLE IF NOT EXISTS events (
 )
 """
 
+_LOAD_CHUNK = 10_000  # rows per fetch and per JSON decode: fast, and memory stays bounded
 
-@dataclass(frozen=True)
-class Event:
-    """One thing that happened, stamped with the controller's monotonic and wall clocks."""
+
+class Event(NamedTuple):
+    """One thing that happened, stamped with the controller's monotonic and wall clocks.
+
+    A named tuple, not a dataclass: a million of them load four times faster, and it is as immutable.
+    """
 
     seq: int
     mono: float
     wall: float
     source: str
     kind: str
-    job: str | None = None
-    worker: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
+    job: str | None
+    worker: str | None
+    data: dict[str, Any]
 
 
 class Ledger:
@@ -113,30 +116,33 @@ class Ledger:
 def read_events(path: Path) -> list[Event]:
     """Read a ledger in commit order; works on a ledger whose writer was killed.
 
-    The garbage collector is paused while loading: a million new objects would otherwise trigger
-    repeated full collections that find nothing (about half the load time).
+    Loading a million events is dominated by per-row overhead, so each chunk of rows has its JSON
+    decoded in one call, and the garbage collector is paused: a million new objects would otherwise
+    trigger repeated full collections that find nothing.
     """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return list(iter_events(path))
-    finally:
-        if paused:
-            gc.enable()
-
-
-def iter_events(path: Path) -> Iterator[Event]:
     if not path.is_file():
         raise ConfigError(
             f"No ledger at {path}. Expected a run directory written by `chaos run` containing "
             "ledger.sqlite; pass the run directory itself (runs/<time>-<target>-<scenario>)."
         )
+    paused = gc.isenabled()
+    gc.disable()
     db = sqlite3.connect(str(path))
     try:
-        rows = db.execute("SELECT seq, mono, wall, source, kind, job, worker, data FROM events ORDER BY seq")
-        for seq, mono, wall, source, kind, job, worker, data in rows:
-            yield Event(seq, mono, wall, source, kind, job, worker, json.loads(data))
-    except sqlite3.DatabaseError as exc:
+        return _load(db)
+    except (sqlite3.DatabaseError, ValueError) as exc:
         raise ConfigError(f"{path} is not a readable queue-chaos ledger ({exc}).") from exc
     finally:
         db.close()
+        if paused:
+            gc.enable()
+
+
+def _load(db: sqlite3.Connection) -> list[Event]:
+    events: list[Event] = []
+    cursor = db.execute("SELECT seq, mono, wall, source, kind, job, worker, data FROM events ORDER BY seq")
+    while rows := cursor.fetchmany(_LOAD_CHUNK):
+        payloads = json.loads("[" + ",".join(row[7] for row in rows) + "]")
+        for (seq, mono, wall, source, kind, job, worker, _), data in zip(rows, payloads, strict=True):
+            events.append(Event(seq, mono, wall, source, kind, job, worker, data))
+    return events

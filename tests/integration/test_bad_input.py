@@ -3,10 +3,12 @@ and nothing left running."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from chaos.ledger import Ledger
 from tests.integration.runner import chaos, processes_mentioning, run_processes
 
 
@@ -81,6 +83,22 @@ def test_bad_external_dsn(tmp_path: Path) -> None:
 def test_report_on_a_directory_without_a_ledger(tmp_path: Path) -> None:
     result = chaos("report", str(tmp_path), runs_dir=tmp_path)
     assert_usage_error(result, "No ledger")
+
+
+def test_report_on_a_file_that_is_not_a_ledger(tmp_path: Path) -> None:
+    (tmp_path / "ledger.sqlite").write_text("these are my notes, not a database\n")
+    result = chaos("report", str(tmp_path), runs_dir=tmp_path)
+    assert_usage_error(result, "is not a readable queue-chaos ledger")
+
+
+def test_report_on_a_ledger_with_a_damaged_row(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.append("run.start", "runner", data={"target": "pg_lease"})
+    ledger.close()
+    with sqlite3.connect(str(tmp_path / "ledger.sqlite")) as db:
+        db.execute("UPDATE events SET data = '{\"target\": ' WHERE seq = 1")
+    result = chaos("report", str(tmp_path), runs_dir=tmp_path)
+    assert_usage_error(result, "is not a readable queue-chaos ledger")
 
 
 def test_a_scenario_that_raises_is_a_harness_error_with_its_traceback_and_no_leftovers(tmp_path: Path) -> None:
