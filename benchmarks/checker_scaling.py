@@ -332,7 +332,7 @@ def print_table(rows: Sequence[tuple[Timing, float | None]]) -> None:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="ledger sizes in events")
-    parser.add_argument("--repeat", type=int, default=3, help="judge (and read) each ledger this many times, keep the best")
+    parser.add_argument("--repeat", type=int, default=3, help="judge (and read) each ledger N times, keep the best")
     parser.add_argument("--sqlite", action="store_true", help="also time read_events from a SQLite ledger")
     return parser.parse_args(argv)
 
