@@ -12,6 +12,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -127,13 +128,12 @@ def read_events(path: Path) -> list[Event]:
         )
     paused = gc.isenabled()
     gc.disable()
-    db = sqlite3.connect(str(path))
     try:
-        return _load(db)
+        with closing(sqlite3.connect(str(path))) as db:
+            return _load(db)
     except (sqlite3.DatabaseError, ValueError) as exc:
         raise ConfigError(f"{path} is not a readable queue-chaos ledger ({exc}).") from exc
     finally:
-        db.close()
         if paused:
             gc.enable()
 

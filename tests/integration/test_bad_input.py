@@ -4,6 +4,7 @@ and nothing left running."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,7 @@ def test_report_on_a_ledger_with_a_damaged_row(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "ledger.sqlite")
     ledger.append("run.start", "runner", data={"target": "pg_lease"})
     ledger.close()
-    with sqlite3.connect(str(tmp_path / "ledger.sqlite")) as db:
+    with closing(sqlite3.connect(str(tmp_path / "ledger.sqlite"))) as db, db:
         db.execute("UPDATE events SET data = '{\"target\": ' WHERE seq = 1")
     result = chaos("report", str(tmp_path), runs_dir=tmp_path)
     assert_usage_error(result, "is not a readable queue-chaos ledger")
