@@ -1,7 +1,7 @@
-"""Checker scaling: how `chaos.checker.judge` grows with the size of the ledger.
+"""Checker scaling: how `chaos.check.checker.judge` grows with the size of the ledger.
 
 What it measures: the wall time of `judge(events)` on synthetic ledgers of 125k, 250k, 500k and 1,000,000
-events, built in memory as lists of `chaos.ledger.Event` shaped like real runs: run.start with the
+events, built in memory as lists of `chaos.events.Event` shaped like real runs: run.start with the
 target's contract, every job enqueued up front, workers executing jobs concurrently (claim, several
 heartbeats, effect, ack, interleaved across workers), some workers killed after an effect and before its
 ack (gate.armed, gate.matched, fault, fault.applied, process.exit, a fresh process.start) with the job
@@ -38,9 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from chaos.checker import judge  # noqa: E402
-from chaos.ledger import SCHEMA, Event, read_events  # noqa: E402
-from chaos.verdict import Verdict  # noqa: E402
+from chaos import events  # noqa: E402
+from chaos.check.checker import judge  # noqa: E402
+from chaos.check.verdict import Verdict  # noqa: E402
+from chaos.events import Event, Record  # noqa: E402
+from chaos.ledger import SCHEMA, read_events  # noqa: E402
 
 GOAL_S_PER_MILLION = 3.0
 SIZES = (125_000, 250_000, 500_000, 1_000_000)
@@ -49,7 +51,6 @@ CONTRACT: dict[str, Any] = {"recovery_bound_s": 2.0, "delivery": "at-least-once"
                             "max_attempts": 3}
 WALL_ORIGIN = 1_700_000_000.0
 
-Step = tuple[str, str | None, str | None, dict[str, Any]]  # kind, job, worker, data
 
 
 @dataclass(frozen=True)
@@ -73,15 +74,15 @@ class Builder:
     events: list[Event] = field(default_factory=list)
     t: float = 100.0
 
-    def add(self, kind: str, job: str | None = None, worker: str | None = None,
-            data: dict[str, Any] | None = None, source: str = "sink") -> None:
+    def add(self, record: Record) -> None:
+        """Stamp one event built by a `chaos.events` constructor, as the ledger does."""
+        kind, source, job, worker, data = record
         self.t += self.dt
-        self.events.append(Event(len(self.events) + 1, self.t, WALL_ORIGIN + self.t, source, kind, job, worker,
-                                 data or {}))
+        self.events.append(Event(len(self.events) + 1, self.t, WALL_ORIGIN + self.t, source, kind, job, worker, data))
 
-    def emit(self, steps: Sequence[Step]) -> None:
-        for kind, job, worker, data in steps:
-            self.add(kind, job, worker, data, _source(kind))
+    def emit(self, steps: Sequence[Record]) -> None:
+        for step in steps:
+            self.add(step)
 
 
 @dataclass
@@ -103,56 +104,47 @@ class Simulation:
         return self.pids[worker]
 
 
-def _source(kind: str) -> str:
-    if kind.startswith("probe.") or kind == "gate.matched":
-        return "sink"
-    if kind.startswith("process."):
-        return "supervisor"
-    return "nemesis" if kind.startswith("fault") else "controller"
-
-
 def probe_data(sim: Simulation, worker: str, token: str, **extra: Any) -> dict[str, Any]:
     return {"token": token, "pid": sim.pids[worker], "clock": WALL_ORIGIN + sim.builder.t, **extra}
 
 
-def execution_steps(sim: Simulation, job: str, worker: str) -> tuple[list[Step], str]:
+def execution_steps(sim: Simulation, job: str, worker: str) -> tuple[list[Record], str]:
     """One claim of `job` by `worker`; returns its steps and how it ends: ack, kill, stuck or abandon."""
     sim.attempts[job] = attempt = sim.attempts.get(job, 0) + 1
     token = f"{worker}-{job}-{attempt}"
     sim.owner[job] = worker
-    steps: list[Step] = [("probe.claim", job, worker, probe_data(sim, worker, token))]
+    steps = [events.probe(events.CLAIM, job, worker, probe_data(sim, worker, token))]
     lo, hi = sim.shape.heartbeats
-    steps += [("probe.heartbeat", job, worker, probe_data(sim, worker, token, ok=True))
+    steps += [events.probe(events.HEARTBEAT, job, worker, probe_data(sim, worker, token, ok=True))
               for _ in range(sim.rng.randint(lo, hi))]
     roll = sim.rng.randrange(sim.shape.kill_one_in * sim.shape.abandon_one_in)
     if roll % sim.shape.abandon_one_in == 0 and attempt < 3:
-        steps += [("probe.heartbeat", job, worker, probe_data(sim, worker, token, ok=False)),
-                  ("probe.abandon", job, worker, probe_data(sim, worker, token))]
+        steps += [events.probe(events.HEARTBEAT, job, worker, probe_data(sim, worker, token, ok=False)),
+                  events.probe(events.ABANDON, job, worker, probe_data(sim, worker, token))]
         sim.owner[job] = None
         return steps, "abandon"
-    steps.append(("probe.effect", job, worker, probe_data(sim, worker, token, key=job, accepted=True)))
+    steps.append(events.probe(events.EFFECT, job, worker, probe_data(sim, worker, token, key=job, accepted=True)))
     if roll % sim.shape.kill_one_in == 0 and attempt < 3:
         stuck = sim.stuck_left > 0
         sim.stuck_left -= stuck
         return steps + kill_steps(sim, job, worker), "stuck" if stuck else "kill"
-    steps.append(("probe.ack", job, worker, probe_data(sim, worker, token, ok=True)))
+    steps.append(events.probe(events.ACK, job, worker, probe_data(sim, worker, token, ok=True)))
     sim.owner[job] = None
     return steps, "ack"
 
 
-def kill_steps(sim: Simulation, job: str, worker: str) -> list[Step]:
-    """A gate held after the effect, the worker SIGKILLed and reaped, a fresh process in its place."""
+def kill_steps(sim: Simulation, job: str, worker: str) -> list[Record]:
+    """A gate held after the effect, the worker SIGKILLed and reaped, a fresh process in its place, in
+    the order the sink, nemesis and supervisor journal them."""
     sim.faults += 1
     gate, fid, pid = f"g{sim.faults}", f"f{sim.faults}", sim.pids[worker]
-    spec = f"after:effect job={job}"
     new_pid = sim.next_pid(worker)
-    return [("gate.matched", job, worker, {"gate": gate, "spec": spec, "point": "effect", "pid": pid}),
-            ("fault", None, worker, {"id": fid, "kind": "kill", "target": worker, "gate": gate, "scope": "tree"}),
-            ("fault.applied", None, worker, {"id": fid, "pids": [pid]}),
-            ("process.exit", None, worker, {"pid": pid, "role": "worker", "returncode": -9, "signal": "SIGKILL"}),
-            ("gate.released", job, None, {"gate": gate}),
-            ("process.start", None, worker, {"pid": new_pid, "role": "worker", "argv": ["worker.py"],
-                                             "create_time": WALL_ORIGIN + sim.builder.t})]
+    return [events.gate_matched(gate, f"after:effect job={job}", events.EFFECT, job, worker, pid),
+            events.fault(fid, "kill", worker, gate, {"scope": "tree"}),
+            events.fault_applied(fid, worker, {"pids": [pid]}),
+            events.process_exit(worker, pid, "worker", -9, "SIGKILL"),
+            events.gate_released(gate, job),
+            events.process_start(worker, new_pid, "worker", ["worker.py"], WALL_ORIGIN + sim.builder.t)]
 
 
 def next_job(sim: Simulation, fresh: deque[str]) -> str | None:
@@ -164,7 +156,7 @@ def next_job(sim: Simulation, fresh: deque[str]) -> str | None:
 
 def run_round(sim: Simulation, fresh: deque[str], workers: Sequence[str]) -> bool:
     """Each worker takes one job; their executions' events interleave. False when no work is left."""
-    plans: list[list[Step]] = []
+    plans: list[list[Record]] = []
     comebacks: list[str] = []
     for worker in workers:
         job = next_job(sim, fresh)
@@ -172,8 +164,7 @@ def run_round(sim: Simulation, fresh: deque[str], workers: Sequence[str]) -> boo
             break
         steps, ending = execution_steps(sim, job, worker)
         if ending in ("kill", "stuck"):
-            sim.builder.add("gate.armed", job, None, {"gate": f"g{sim.faults}", "spec": f"after:effect job={job}"},
-                            "controller")
+            sim.builder.add(events.gate_armed(f"g{sim.faults}", f"after:effect job={job}", job, None))
         if ending in ("kill", "abandon"):
             comebacks.append(job)
         plans.append(steps)
@@ -191,13 +182,9 @@ def wait_for_redeliveries(sim: Simulation) -> None:
         sim.builder.t = sim.redeliver[0][0]
 
 
-def snapshot_steps(sim: Simulation, jobs: Sequence[str]) -> list[Step]:
-    steps: list[Step] = []
-    for job in jobs:
-        owner = sim.owner.get(job)
-        state = "claimed" if owner else "done"
-        steps.append(("snapshot", job, owner, {"state": state, "owner": owner, "attempts": sim.attempts.get(job, 0)}))
-    return steps
+def snapshot_steps(sim: Simulation, jobs: Sequence[str]) -> list[Record]:
+    return [events.snapshot(job, "claimed" if sim.owner.get(job) else "done", sim.owner.get(job),
+                            sim.attempts.get(job, 0)) for job in jobs]
 
 
 def synthetic_ledger(target_events: int, shape: Shape = Shape(), seed: int = 1) -> list[Event]:
@@ -206,23 +193,22 @@ def synthetic_ledger(target_events: int, shape: Shape = Shape(), seed: int = 1) 
     builder = Builder(shape.dt)
     sim = Simulation(shape, random.Random(seed), builder, stuck_left=shape.stuck)
     workers = [f"w{n + 1}" for n in range(shape.workers)]
-    builder.add("run.start", data={"target": "synthetic", "scenario": "checker_scaling", "seed": seed, "params": {},
-                                   "contract": dict(CONTRACT), "backend": "local", "pid": 1,
-                                   "command": f"chaos run --target synthetic --seed {seed}"}, source="controller")
+    builder.add(events.run_start(target="synthetic", scenario="checker_scaling", seed=seed, params={},
+                                 contract=dict(CONTRACT), backend="local", pid=1,
+                                 command=f"chaos run --target synthetic --seed {seed}"))
     for worker in workers:
-        builder.add("process.start", None, worker, {"pid": sim.next_pid(worker), "role": "worker",
-                                                    "argv": ["worker.py"], "create_time": WALL_ORIGIN}, "supervisor")
-    builder.emit([("enqueue", job, None, {"handler_s": 0.0, "fail": False}) for job in jobs])
+        builder.add(events.process_start(worker, sim.next_pid(worker), "worker", ["worker.py"], WALL_ORIGIN))
+    builder.emit([events.enqueue(job, {"handler_s": 0.0, "fail": False}) for job in jobs])
     fresh = deque(jobs)
     while fresh or sim.redeliver:
         if not run_round(sim, fresh, workers):
             break
         if not fresh:
             wait_for_redeliveries(sim)
-    builder.add("drained", data={"jobs": len(jobs)}, source="controller")
+    builder.add(events.drained(len(jobs)))
     builder.emit(snapshot_steps(sim, jobs))
-    builder.add("snapshot.taken", data={"jobs": len(jobs)}, source="controller")
-    builder.add("run.end", data={"status": "ok", "detail": ""}, source="controller")
+    builder.add(events.snapshot_taken(len(jobs)))
+    builder.add(events.run_end("ok", ""))
     return builder.events
 
 
@@ -245,19 +231,19 @@ class Timing:
         return self.seconds / self.events * 1e6
 
 
-def time_judge(events: list[Event], repeat: int) -> Timing:
-    """Best of `repeat` runs of judge(events) (the best is the least disturbed by other load)."""
+def time_judge(ledger: list[Event], repeat: int) -> Timing:
+    """Best of `repeat` runs of judge(ledger) (the best is the least disturbed by other load)."""
     best, verdict = float("inf"), None
     for _ in range(repeat):
         gc.collect()
         start = time.perf_counter()
-        verdict = judge(events)
+        verdict = judge(ledger)
         best = min(best, time.perf_counter() - start)
     assert verdict is not None
-    return Timing(len(events), best, verdict)
+    return Timing(len(ledger), best, verdict)
 
 
-def write_sqlite(events: Sequence[Event], path: Path) -> None:
+def write_sqlite(ledger: Sequence[Event], path: Path) -> None:
     """The ledger's own schema and encoding, written in one transaction (Ledger.append is per event)."""
     db = sqlite3.connect(str(path))
     try:
@@ -267,24 +253,24 @@ def write_sqlite(events: Sequence[Event], path: Path) -> None:
             db.executemany("INSERT INTO events (seq, mono, wall, source, kind, job, worker, data) "
                            "VALUES (?,?,?,?,?,?,?,?)",
                            ((e.seq, e.mono, e.wall, e.source, e.kind, e.job, e.worker,
-                             json.dumps(e.data, sort_keys=True, default=str)) for e in events))
+                             json.dumps(e.data, sort_keys=True, default=str)) for e in ledger))
     finally:
         db.close()
 
 
-def time_read(events: Sequence[Event], repeat: int) -> float:
-    """Best of `repeat` read_events on a SQLite ledger holding `events`; checks it read them all back."""
+def time_read(ledger: Sequence[Event], repeat: int) -> float:
+    """Best of `repeat` read_events on a SQLite ledger holding these events; checks it read them all back."""
     best = float("inf")
     with tempfile.TemporaryDirectory(prefix="chaos-bench-") as tmp:
         path = Path(tmp) / "ledger.sqlite"
-        write_sqlite(events, path)
+        write_sqlite(ledger, path)
         for _ in range(repeat):
             gc.collect()
             start = time.perf_counter()
             read = read_events(path)
             best = min(best, time.perf_counter() - start)
-            if len(read) != len(events) or read[-1] != events[-1]:
-                raise RuntimeError(f"read_events gave {len(read)} events back, expected {len(events)}")
+            if len(read) != len(ledger) or read[-1] != ledger[-1]:
+                raise RuntimeError(f"read_events gave {len(read)} events back, expected {len(ledger)}")
             del read
     return best
 
@@ -301,10 +287,10 @@ def describe(verdict: Verdict) -> str:
 
 def measure(size: int, repeat: int, sqlite: bool) -> tuple[Timing, float | None]:
     build_start = time.perf_counter()
-    events = synthetic_ledger(size)
-    print(f"  built {len(events):,} events in {time.perf_counter() - build_start:.1f}s", file=sys.stderr)
-    timing = time_judge(events, repeat)
-    read_s = time_read(events, repeat) if sqlite else None
+    ledger = synthetic_ledger(size)
+    print(f"  built {len(ledger):,} events in {time.perf_counter() - build_start:.1f}s", file=sys.stderr)
+    timing = time_judge(ledger, repeat)
+    read_s = time_read(ledger, repeat) if sqlite else None
     return timing, read_s
 
 

@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from chaos.ledger import Ledger, read_events  # noqa: E402
-from chaos.sink import Sink  # noqa: E402
+from chaos.runtime.sink import Sink  # noqa: E402
 
 GOAL_PROBES_PER_S = 2_000
 CYCLE = ("claim", "effect", "ack")

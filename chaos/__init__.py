@@ -1,11 +1,66 @@
-"""queue-chaos: fault-injection verification for job queues. The public surface is small on purpose."""
+"""queue-chaos: fault-injection verification for job queues.
 
-from chaos.checker import check, judge
-from chaos.contract import Contract
-from chaos.errors import ChaosError, ConfigError, HarnessError, NotExercised
-from chaos.ledger import Event, Ledger, read_events
-from chaos.target import Job, JobState
-from chaos.verdict import Verdict, Violation
+This is the public surface for target and scenario authors, and it is lazy: a worker's
+`from chaos import probe` loads the probe client alone (no checker, no sqlite3, no tomllib), since
+workers run inside the queue's own virtualenv. Python 3.8 syntax, for the same reason.
+"""
 
-__all__ = ["ChaosError", "ConfigError", "Contract", "Event", "HarnessError", "Job", "JobState", "Ledger",
-           "NotExercised", "Verdict", "Violation", "check", "judge", "read_events"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    # authoring targets
+    "Control": "chaos.target", "Job": "chaos.target", "JobState": "chaos.target", "Target": "chaos.target",
+    "Contract": "chaos.contract", "Endpoint": "chaos.backends.base", "Backend": "chaos.backends.base",
+    "TableQueueControl": "chaos.backends.postgres.control",
+    # inside a worker process
+    "probe": "chaos.worker.probe",
+    # authoring scenarios
+    "Context": "chaos.scenario", "Gate": "chaos.scenario", "HeldProbe": "chaos.scenario", "Scenario": "chaos.scenario",
+    # running and judging
+    "Run": "chaos.runtime.run", "RunOptions": "chaos.runtime.run", "RunResult": "chaos.runtime.run",
+    "run_scenario": "chaos.runtime.run", "find_target": "chaos.discovery", "find_scenario": "chaos.discovery",
+    "Event": "chaos.events", "Ledger": "chaos.ledger", "read_events": "chaos.ledger",
+    "check": "chaos.check.checker", "judge": "chaos.check.checker",
+    "Verdict": "chaos.check.verdict", "Violation": "chaos.check.verdict",
+    "ChaosError": "chaos.errors", "ConfigError": "chaos.errors", "HarnessError": "chaos.errors",
+    "NotExercised": "chaos.errors",
+}
+_MODULES = {"probe"}  # exported as modules, not as a name inside one
+
+__all__ = ["Backend", "ChaosError", "ConfigError", "Context", "Contract", "Control", "Endpoint", "Event", "Gate",
+           "HarnessError", "HeldProbe", "Job", "JobState", "Ledger", "NotExercised", "Run", "RunOptions",
+           "RunResult", "Scenario", "TableQueueControl", "Target", "Verdict", "Violation", "check", "find_scenario",
+           "find_target", "judge", "probe", "read_events", "run_scenario"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chaos' has no attribute {name!r}")
+    loaded = importlib.import_module(module)
+    value = loaded if name in _MODULES else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:
+    from chaos.backends.base import Backend, Endpoint
+    from chaos.backends.postgres.control import TableQueueControl
+    from chaos.check.checker import check, judge
+    from chaos.check.verdict import Verdict, Violation
+    from chaos.contract import Contract
+    from chaos.discovery import find_scenario, find_target
+    from chaos.errors import ChaosError, ConfigError, HarnessError, NotExercised
+    from chaos.events import Event
+    from chaos.ledger import Ledger, read_events
+    from chaos.runtime.run import Run, RunOptions, RunResult, run_scenario
+    from chaos.scenario import Context, Gate, HeldProbe, Scenario
+    from chaos.target import Control, Job, JobState, Target
+    from chaos.worker import probe

@@ -13,14 +13,17 @@ import traceback
 from pathlib import Path
 from types import FrameType
 
-from chaos.checker import judge
+from chaos import events
+from chaos.backends.registry import provider_names
+from chaos.check.checker import judge
+from chaos.discovery import available_scenarios, available_targets, find_scenario, find_target
 from chaos.errors import ChaosError, ConfigError
 from chaos.ledger import read_events
-from chaos.report import summary, write_reports
-from chaos.run import Run, RunOptions
-from chaos.scenario import available_scenarios, find_scenario, load_scenario
-from chaos.sink import SINK_MODES
-from chaos.target import available_targets, find_target, load_target
+from chaos.reports import summary, write_reports
+from chaos.runtime.run import RunOptions, run_scenario
+from chaos.runtime.sink import SINK_MODES
+from chaos.scenario import load_scenario
+from chaos.target import load_target
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,10 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--target", required=True, help="a target name (see `chaos list`) or a target folder")
     run.add_argument("--scenario", required=True, help="a scenario name or a path to a scenario .py file")
     run.add_argument("--seed", type=int, default=None, help="seed for the scenario's choices (default: random)")
-    run.add_argument("--runs-dir", type=Path, default=Path(os.environ.get("CHAOS_RUNS_DIR", "runs")))
-    run.add_argument("--backend", choices=("local", "external"), default="local",
-                     help="local: a private server on a free port (default); external: --backend-url")
-    run.add_argument("--backend-url", default=None, help="DSN for --backend external (or CHAOS_POSTGRES_URL)")
+    run.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
+    run.add_argument("--backend", choices=provider_names(), default="local",
+                     help="the backend's provider; local: a private server on a free port (default); "
+                          "external: your server, at --backend-url")
+    run.add_argument("--backend-url", default=None,
+                     help=f"URL for --backend external (or {events.ENV_POSTGRES_URL} for PostgreSQL)")
     run.add_argument("--sink-mode", choices=SINK_MODES, default="plain", help="how the effect sink dedupes")
     run.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                      help="override a target parameter from target.toml (repeatable)")
@@ -58,19 +63,15 @@ def _run(args: argparse.Namespace) -> int:
     scenario = find_scenario(args.scenario)
     options = RunOptions(args.seed, args.runs_dir, args.backend, args.backend_url, args.sink_mode,
                          _overrides(args.param))
-    run = Run(target, scenario, options)
-    try:
-        verdict = run.execute()
-    finally:
-        run.close()
-    print(summary(verdict, run.dir))
-    return verdict.exit_code
+    result = run_scenario(target, scenario, options)
+    print(summary(result.verdict, result.dir))
+    return result.verdict.exit_code
 
 
 def _report(args: argparse.Namespace) -> int:
-    events = read_events(args.run_dir / "ledger.sqlite")
-    verdict = judge(events)
-    write_reports(args.run_dir, verdict, events)
+    ledger = read_events(args.run_dir / "ledger.sqlite")
+    verdict = judge(ledger)
+    write_reports(args.run_dir, verdict, ledger)
     print(summary(verdict, args.run_dir))
     return verdict.exit_code
 

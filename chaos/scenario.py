@@ -1,16 +1,118 @@
-"""Scenarios: one Python file each, a docstring naming the seed risk it probes and a `run(ctx)`."""
+"""Scenarios: one Python file each, with a docstring naming the seed risk it probes, a `run(ctx)` that
+drives the run through the `Context` below, and optionally `FAULTS`, the fault kinds it injects, so a
+run whose backend cannot take one of them is refused before anything starts.
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import random
+import sys
+import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
+from chaos.contract import Contract
 from chaos.errors import ConfigError
-from chaos.target import search_roots
+from chaos.events import Event
+from chaos.faults.base import Scope
+from chaos.target import Job
+
+
+class Gate(Protocol):
+    """An armed gate (see `Context.arm`)."""
+
+    @property
+    def id(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class HeldProbe:
+    """The probe a gate holds: who sent it, for which job and claim, and every field it carried."""
+
+    point: str
+    job: str
+    worker: str
+    token: Any
+    pid: int | None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_probe(cls, probe: dict[str, Any]) -> HeldProbe:
+        return cls(probe["point"], probe["job"], str(probe.get("worker") or ""), probe.get("token"),
+                   probe.get("pid"), dict(probe))
+
+
+class Context(Protocol):
+    """What a scenario drives: jobs, the target's processes, gates, faults, and the waits that order them.
+
+    Racing steps are ordered through gates and ledger observations, never sleeps. A wait that never
+    ends raises `NotExercised`, which makes the run inconclusive, never a pass.
+    """
+
+    rng: random.Random  # seeded by --seed, so a run is reproducible
+    contract: Contract  # the target's promises (lease_s, recovery_bound_s, ...)
+    jobs: list[str]  # every job enqueued so far
+
+    @property
+    def has_reconciler(self) -> bool:
+        """Whether the target runs a reconciler process (started before the scenario, named "reconciler")."""
+
+    def enqueue(self, count: int, *, handler_s: float = 0.0, fail: bool = False) -> list[str]:
+        """Enqueue `count` jobs (job-0001, ...) whose handler runs `handler_s` and fails every time if `fail`."""
+
+    def enqueue_jobs(self, jobs: list[Job]) -> list[str]: ...
+
+    def start_worker(self, name: str | None = None, *, clock_offset_s: float | None = None) -> str:
+        """Start a worker (w1, w2, ... unless named); with `clock_offset_s` its wall clock is shifted (a
+        `clock` fault). Returns its name."""
+
+    def arm(self, spec: str, *, job: str | None = None, worker: str | None = None, nth: int = 1) -> Gate:
+        """Arm a gate such as "after:effect": the nth matching probe is held until released."""
+
+    def wait(self, gate: Gate, timeout: float = ...) -> HeldProbe:
+        """Wait until `gate` holds a probe."""
+
+    def release(self, gate: Gate) -> None: ...
+
+    def wait_for(self, predicate: Callable[[Event], bool], timeout: float, what: str) -> Event:
+        """Wait for a ledger event; `what` names it in the inconclusive verdict if it never comes."""
+
+    def probe_of(self, point: str, job: str, *, worker: str | None = None, not_worker: str | None = None,
+                 token: str | None = None) -> Callable[[Event], bool]:
+        """A ledger predicate: a probe at `point` of `job` (by, or not by, a worker; or with a token)."""
+
+    def execution_ended(self, job: str, token: Any) -> Callable[[Event], bool]:
+        """A ledger predicate: the execution holding `token` acked or abandoned `job`."""
+
+    def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree") -> list[int]:
+        """SIGKILL a worker's tree (or only its process) and wait until it is reaped; the pids killed."""
+
+    def kill_held(self, gate: Gate, scope: Scope = "tree") -> HeldProbe:
+        """Wait until `gate` holds a worker, SIGKILL it while held, release the gate; the held probe."""
+
+    def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
+                   gate: Gate | None = None) -> bool:
+        """SIGSTOP a worker until a ledger event satisfies `predicate` (at most `max_s`), then SIGCONT;
+        a held `gate` is released while it is stopped. Whether the predicate held."""
+
+    def restart(self, name: str, gate: Gate | None = None) -> int:
+        """SIGKILL a worker or the reconciler and start it again under the same name; its new pid."""
+
+    def restart_backend(self, mode: str = "immediate", gate: Gate | None = None) -> None:
+        """Restart the backend server (same data, same address) while the workers keep running."""
+
+    def wait_drained(self, timeout: float) -> bool:
+        """Poll the queue's own view until every enqueued job is terminal; False if it never drains."""
+
+    def recovery_deadline(self, margin_s: float = 2.0) -> float:
+        """The contract's recovery bound plus a margin: how long to wait for recovery after a fault."""
+
+    def long_handler_s(self) -> float:
+        """A handler duration well past the target's ownership deadline (lease, or rescue age)."""
 
 
 @dataclass(frozen=True)
@@ -18,28 +120,8 @@ class Scenario:
     name: str
     path: Path
     doc: str
-    run: Callable[[Any], None]
-
-
-def available_scenarios() -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for root in search_roots("scenarios"):
-        for file in sorted(root.glob("*.py")) if root.is_dir() else []:
-            if not file.name.startswith("_"):
-                found.setdefault(file.stem, file)
-    return found
-
-
-def find_scenario(name_or_path: str) -> Scenario:
-    path = Path(name_or_path)
-    if path.suffix == ".py" and path.is_file():
-        return load_scenario(path)
-    known = available_scenarios()
-    if name_or_path in known:
-        return load_scenario(known[name_or_path])
-    raise ConfigError(f"Unknown scenario {name_or_path!r}: expected a scenario name or a path to a .py file "
-                      f"defining run(ctx). Known scenarios: {', '.join(sorted(known)) or 'none'}. "
-                      "`chaos list` shows them.")
+    run: Callable[[Context], None]
+    faults: tuple[str, ...] = ()  # the fault kinds it injects, when it says so
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -47,8 +129,25 @@ def load_scenario(path: Path) -> Scenario:
     if spec is None or spec.loader is None:
         raise ConfigError(f"Cannot load scenario {path}: expected a Python file defining run(ctx).")
     module: ModuleType = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the user's file: say where it broke, as one paragraph
+        raise ConfigError(f"Scenario {path} failed to import ({_where(exc, path)}). Fix the file; a scenario "
+                          "is a Python module defining run(ctx).") from exc
     run = getattr(module, "run", None)
     if not callable(run):
         raise ConfigError(f"Scenario {path} defines no run(ctx) function; a scenario needs one.")
-    return Scenario(path.stem, path.resolve(), (module.__doc__ or "").strip(), run)
+    faults = getattr(module, "FAULTS", ())
+    if not isinstance(faults, (tuple, list)) or not all(isinstance(kind, str) for kind in faults):
+        raise ConfigError(f"Scenario {path}: FAULTS = {faults!r}; expected a tuple of fault kind names, e.g. "
+                          "FAULTS = (\"kill\", \"backend_restart\").")
+    return Scenario(path.stem, path.resolve(), (module.__doc__ or "").strip(), run, tuple(faults))
+
+
+def _where(exc: BaseException, path: Path) -> str:
+    """`ExcType: message at file:line` for the deepest frame in the user's file."""
+    line = getattr(exc, "lineno", None) if isinstance(exc, SyntaxError) else None
+    for frame in traceback.extract_tb(sys.exc_info()[2] or exc.__traceback__):
+        if Path(frame.filename).resolve() == path.resolve():
+            line = frame.lineno
+    return f"{type(exc).__name__}: {exc}" + (f" at {path.name}:{line}" if line else "")

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from chaos.backends.base import Backend, Endpoint
+from chaos.backends.registry import KINDS
 from chaos.contract import Contract
 from chaos.errors import ConfigError
-
-BACKENDS = ("postgres",)
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -46,12 +44,24 @@ class JobState:
 
 
 class Control(Protocol):
-    """What a target's control class provides; it is constructed with (backend, params, contract)."""
+    """What a target's control class provides. It runs in the suite's process, constructed with
+    (backend, params, contract): `backend` is the started server (`dsn`, `endpoint`), params are the
+    target's parameters as strings, the contract its [contract] table."""
 
-    def setup(self) -> None: ...
-    def enqueue(self, jobs: list[Job]) -> None: ...
-    def worker_env(self) -> dict[str, str]: ...
-    def snapshot(self) -> list[JobState]: ...
+    def setup(self) -> None:
+        """Create the queue (schema, tables) on the fresh backend."""
+
+    def enqueue(self, jobs: list[Job]) -> None:
+        """Put jobs in the queue; the suite's job id must travel in the queue's own payload, since every
+        probe names it."""
+
+    def worker_env(self, endpoint: Endpoint) -> dict[str, str]:
+        """The connection settings of one worker, built from the endpoint it is handed (its own way to
+        the backend: a proxy when the scenario cuts the network), never from the backend's address."""
+
+    def snapshot(self) -> list[JobState]:
+        """Every job as the queue itself sees it: pending, claimed (by whom), done, dead, or absent."""
+
     def close(self) -> None: ...
 
 
@@ -92,7 +102,7 @@ class Target:
     def command(self, argv: list[str]) -> list[str]:
         return [part.format(python=sys.executable, target_dir=str(self.path)) for part in argv]
 
-    def load_control(self, backend: Any) -> Control:
+    def load_control(self, backend: Backend) -> Control:
         module_name, _, attr = self.control.partition(":")
         file = self.path / f"{module_name}.py"
         spec = importlib.util.spec_from_file_location(f"chaos_target_{self.name}_{module_name}", file)
@@ -106,42 +116,6 @@ class Target:
             raise ConfigError(f"{file} defines no {attr or 'Control'}; target.toml's control names it.")
         control: Control = factory(backend, dict(self.params), self.contract)
         return control
-
-
-def search_roots(kind: str) -> list[Path]:
-    """Where targets/scenarios are looked up: ./<kind>, $CHAOS_<KIND>_PATH, then the suite's own."""
-    roots = [Path.cwd() / kind]
-    extra = os.environ.get(f"CHAOS_{kind.upper()}_PATH")
-    if extra:
-        roots += [Path(p) for p in extra.split(os.pathsep) if p]
-    roots.append(REPO_ROOT / kind)
-    unique: list[Path] = []
-    for root in roots:
-        if root.resolve() not in [u.resolve() for u in unique]:
-            unique.append(root)
-    return unique
-
-
-def available_targets() -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for root in search_roots("targets"):
-        for toml in sorted(root.glob("*/target.toml")) if root.is_dir() else []:
-            found.setdefault(toml.parent.name, toml.parent)
-    return found
-
-
-def find_target(name_or_path: str) -> Target:
-    path = Path(name_or_path)
-    if path.is_dir() and (path / "target.toml").is_file():
-        return load_target(path)
-    if path.name == "target.toml" and path.is_file():
-        return load_target(path.parent)
-    known = available_targets()
-    if name_or_path in known:
-        return load_target(known[name_or_path])
-    raise ConfigError(f"Unknown target {name_or_path!r}: expected the name of a folder with a target.toml under "
-                      f"{', '.join(str(r) for r in search_roots('targets'))}, or a path to one. Known targets: "
-                      f"{', '.join(sorted(known)) or 'none'}. `chaos list` shows them.")
 
 
 def load_target(folder: Path) -> Target:
@@ -162,8 +136,8 @@ def load_target(folder: Path) -> Target:
         return value
 
     backend = need("backend", str, '"postgres"')
-    if backend not in BACKENDS:
-        raise ConfigError(f"{file}: backend = {backend!r} is not supported; expected one of {', '.join(BACKENDS)}.")
+    if backend not in KINDS:
+        raise ConfigError(f"{file}: backend = {backend!r} is not supported; expected one of {', '.join(KINDS)}.")
     worker = need("worker", list, '["{python}", "{target_dir}/worker.py"] (the worker command)')
     reconciler = raw.get("reconciler")
     for argv, key in ((worker, "worker"), (reconciler or ["x"], "reconciler")):

@@ -9,12 +9,13 @@ recovery rule leaves the job stuck.
 
 from __future__ import annotations
 
-from typing import Any
+from chaos import Context
 
+FAULTS = ("kill",)
 JOBS = 8
 
 
-def run(ctx: Any) -> None:
+def run(ctx: Context) -> None:
     jobs = ctx.enqueue(JOBS)
     victim = ctx.rng.choice(jobs)
     gate = ctx.arm("after:effect", job=victim)

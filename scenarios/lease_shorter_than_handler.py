@@ -8,12 +8,13 @@ a heartbeat blocked by its own handler, or an age-based rescuer, hands a live wo
 
 from __future__ import annotations
 
-from typing import Any
+from chaos import Context
 
+FAULTS = ()
 SHORT_JOBS = 3
 
 
-def run(ctx: Any) -> None:
+def run(ctx: Context) -> None:
     handler_s = ctx.long_handler_s()
     (long_job,) = ctx.enqueue(1, handler_s=handler_s)
     owner = ctx.start_worker()

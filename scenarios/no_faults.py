@@ -7,12 +7,13 @@ premature reclaim, and any job not done is lost or stuck.
 
 from __future__ import annotations
 
-from typing import Any
+from chaos import Context
 
+FAULTS = ()
 JOBS = 12
 
 
-def run(ctx: Any) -> None:
+def run(ctx: Context) -> None:
     ctx.enqueue(JOBS)
     ctx.start_worker()
     ctx.start_worker()

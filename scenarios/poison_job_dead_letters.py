@@ -7,12 +7,13 @@ after exactly that many attempts, and every healthy job must complete.
 
 from __future__ import annotations
 
-from typing import Any
+from chaos import Context
 
+FAULTS = ()
 HEALTHY_JOBS = 5
 
 
-def run(ctx: Any) -> None:
+def run(ctx: Context) -> None:
     ctx.enqueue(1, fail=True)
     ctx.enqueue(HEALTHY_JOBS)
     ctx.start_worker()

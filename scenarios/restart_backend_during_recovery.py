@@ -9,12 +9,13 @@ restart, a completion that is never retried, a job dropped between two owners. E
 
 from __future__ import annotations
 
-from typing import Any
+from chaos import Context
 
+FAULTS = ("kill", "backend_restart")
 JOBS = 6
 
 
-def run(ctx: Any) -> None:
+def run(ctx: Context) -> None:
     jobs = ctx.enqueue(JOBS)
     victim = ctx.rng.choice(jobs)
     effect_gate = ctx.arm("after:effect", job=victim)

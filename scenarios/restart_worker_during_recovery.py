@@ -9,12 +9,13 @@ within the recovery bound, and nothing may be lost.
 
 from __future__ import annotations
 
-from typing import Any
+from chaos import Context
 
+FAULTS = ("kill", "restart")
 JOBS = 6
 
 
-def run(ctx: Any) -> None:
+def run(ctx: Context) -> None:
     jobs = ctx.enqueue(JOBS)
     victim = ctx.rng.choice(jobs)
     effect_gate = ctx.arm("after:effect", job=victim)
@@ -25,7 +26,7 @@ def run(ctx: Any) -> None:
     if ctx.has_reconciler:
         ctx.restart("reconciler")
     ctx.start_worker()
-    reclaimer = ctx.wait(reclaim_gate, ctx.recovery_deadline())["worker"]
+    reclaimer = ctx.wait(reclaim_gate, ctx.recovery_deadline()).worker
     ctx.restart(reclaimer, gate=reclaim_gate)
     ctx.release(reclaim_gate)
     ctx.wait_drained(2 * ctx.recovery_deadline())

@@ -10,20 +10,21 @@ stopped owner: it finishes it after SIGCONT, and the stop lasts at most the reco
 
 from __future__ import annotations
 
-from typing import Any
+from chaos import Context
 
+FAULTS = ("stop",)
 JOBS = 6
 
 
-def run(ctx: Any) -> None:
+def run(ctx: Context) -> None:
     jobs = ctx.enqueue(JOBS)
     victim = ctx.rng.choice(jobs)
     gate = ctx.arm("after:claim", job=victim)
     ctx.start_worker()
     ctx.start_worker()
     held = ctx.wait(gate)
-    owner = held["worker"]
+    owner = held.worker
     ctx.stop_until(owner, ctx.probe_of("claim", victim, not_worker=owner), ctx.recovery_deadline(), gate=gate)
     # The resumed owner must finish its stale execution (abandon, or an ack the queue judges) before the end.
-    ctx.wait_for(ctx.execution_ended(victim, held["token"]), ctx.recovery_deadline(), "the stale owner's ack/abandon")
+    ctx.wait_for(ctx.execution_ended(victim, held.token), ctx.recovery_deadline(), "the stale owner's ack/abandon")
     ctx.wait_drained(ctx.recovery_deadline())

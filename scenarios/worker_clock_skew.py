@@ -8,13 +8,14 @@ arithmetic on the database clock is immune to the skew.
 
 from __future__ import annotations
 
-from typing import Any
+from chaos import Context
 
+FAULTS = ("clock",)
 SKEW_S = 600.0
 SHORT_JOBS = 3
 
 
-def run(ctx: Any) -> None:
+def run(ctx: Context) -> None:
     handler_s = ctx.long_handler_s()
     (long_job,) = ctx.enqueue(1, handler_s=handler_s)
     owner = ctx.start_worker()

@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from chaos.ledger import Ledger
-from chaos.sink import Sink
+from chaos.runtime.sink import Sink
 
 
 @pytest.fixture

@@ -1,5 +1,8 @@
 """Builds hand-written ledgers for checker tests, without SQLite or processes.
 
+Every event comes from a `chaos.events` constructor, as the suite's own producers write it, and each
+fault helper journals in the order the nemesis does (`test_journal_order` holds the two together).
+`add` is the escape hatch for deliberately odd ledgers; it still refuses a kind the vocabulary lacks.
 Every probe carries the worker's own wall clock (`clock`), as chaos.probe does: the controller's wall
 time plus the worker's skew (0 unless a test says otherwise with `skew`).
 """
@@ -8,11 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from chaos import events
 from chaos.contract import Contract
-from chaos.ledger import Event
+from chaos.events import Event, Record
 
 AT_LEAST_ONCE = Contract(recovery_bound_s=2.0, lease_s=1.0, heartbeat_s=0.25)
 WALL_ORIGIN = 1_700_000_000.0
+PID = 4242
 
 
 class History:
@@ -20,45 +25,62 @@ class History:
         self.events: list[Event] = []
         self.t = 0.0
         self.skew: dict[str, float] = {}
-        self.add("run.start", target="t", scenario="s", seed=1, contract=contract.to_dict(), command="chaos run", **run)
+        self.record(events.run_start(target="t", scenario="s", seed=1, contract=contract.to_dict(),
+                                     command="chaos run", **run))
+
+    def record(self, record: Record, *, dt: float = 0.01) -> History:
+        """Stamp one event `dt` seconds after the previous one."""
+        kind, source, job, worker, data = record
+        self.t += dt
+        wall = WALL_ORIGIN + self.t
+        if kind.startswith(events.PROBE_PREFIX) and "clock" not in data:
+            data = dict(data, clock=wall + self.skew.get(worker or "", 0.0))
+        self.events.append(Event(len(self.events) + 1, self.t, wall, source, kind, job, worker, data))
+        return self
 
     def add(self, kind: str, job: str | None = None, worker: str | None = None, /, *, dt: float = 0.01,
             **data: Any) -> History:
-        self.t += dt
-        wall = WALL_ORIGIN + self.t
-        if kind.startswith("probe.") and "clock" not in data:
-            data["clock"] = wall + self.skew.get(worker or "", 0.0)
-        self.events.append(Event(len(self.events) + 1, self.t, wall, "test", kind, job, worker, data))
-        return self
+        """A raw event of a known kind, with exactly the data given."""
+        assert kind in events.KINDS, f"{kind!r} is not an event kind of chaos.events"
+        return self.record(Record(kind, "test", job, worker, data), dt=dt)
 
     def enqueue(self, *jobs: str, fail: bool | None = None, handler_s: float = 0.0) -> History:
         """Enqueue jobs; `fail` is recorded only when given (True: a poison job that always fails)."""
         for job in jobs:
-            if fail is None:
-                self.add("enqueue", job)
-            else:
-                self.add("enqueue", job, handler_s=handler_s, fail=fail)
+            self.record(events.enqueue(job, {} if fail is None else {"handler_s": handler_s, "fail": fail}))
         return self
+
+    # -- gates -----------------------------------------------------------------------------------
+
+    def armed(self, gate: str, spec: str, job: str | None = None) -> History:
+        return self.record(events.gate_armed(gate, spec, job, None))
+
+    def matched(self, gate: str, job: str, worker: str, point: str = events.EFFECT) -> History:
+        return self.record(events.gate_matched(gate, f"after:{point}", point, job, worker, PID))
 
     # -- probes ----------------------------------------------------------------------------------
 
+    def probe(self, point: str, job: str, worker: str, token: str | None = None, *, dt: float = 0.01,
+              **data: Any) -> History:
+        return self.record(events.probe(point, job, worker, dict(data, token=token or f"{worker}-{job}")), dt=dt)
+
     def claim(self, job: str, worker: str, token: str | None = None, *, dt: float = 0.01, **data: Any) -> History:
-        return self.add("probe.claim", job, worker, dt=dt, token=token or f"{worker}-{job}", **data)
+        return self.probe(events.CLAIM, job, worker, token, dt=dt, **data)
 
     def effect(self, job: str, worker: str, token: str | None = None, *, dt: float = 0.01,
                accepted: bool = True) -> History:
-        return self.add("probe.effect", job, worker, dt=dt, token=token or f"{worker}-{job}", key=job,
-                        accepted=accepted)
+        return self.probe(events.EFFECT, job, worker, token, dt=dt, key=job, accepted=accepted)
 
     def heartbeat(self, job: str, worker: str, token: str | None = None, *, ok: bool = True,
                   dt: float = 0.01) -> History:
-        return self.add("probe.heartbeat", job, worker, dt=dt, token=token or f"{worker}-{job}", ok=ok)
+        return self.probe(events.HEARTBEAT, job, worker, token, dt=dt, ok=ok)
 
     def ack(self, job: str, worker: str, token: str | None = None, *, ok: bool = True, dt: float = 0.01) -> History:
-        return self.add("probe.ack", job, worker, dt=dt, token=token or f"{worker}-{job}", ok=ok)
+        return self.probe(events.ACK, job, worker, token, dt=dt, ok=ok)
 
-    def abandon(self, job: str, worker: str, token: str | None = None, *, dt: float = 0.01) -> History:
-        return self.add("probe.abandon", job, worker, dt=dt, token=token or f"{worker}-{job}")
+    def abandon(self, job: str, worker: str, token: str | None = None, *, reason: str | None = None,
+                dt: float = 0.01) -> History:
+        return self.probe(events.ABANDON, job, worker, token, dt=dt, **({"reason": reason} if reason else {}))
 
     def execute(self, job: str, worker: str, ack: bool = True, dt: float = 0.01) -> History:
         self.claim(job, worker, dt=dt)
@@ -69,69 +91,70 @@ class History:
 
     # -- processes -------------------------------------------------------------------------------
 
-    def start(self, worker: str, pid: int = 4242, role: str = "worker", *, dt: float = 0.01) -> History:
-        return self.add("process.start", None, worker, dt=dt, pid=pid, role=role)
+    def start(self, worker: str, pid: int = PID, role: str = "worker", *, dt: float = 0.01) -> History:
+        return self.record(events.process_start(worker, pid, role), dt=dt)
 
-    def exit(self, worker: str, pid: int = 4242, signal: str | None = "SIGKILL", *, dt: float = 0.01) -> History:
-        data: dict[str, Any] = {"pid": pid, "returncode": -9 if signal == "SIGKILL" else 0}
-        if signal is not None:
-            data["signal"] = signal
-        return self.add("process.exit", None, worker, dt=dt, **data)
+    def exit(self, worker: str, pid: int = PID, signal: str | None = "SIGKILL", *, dt: float = 0.01) -> History:
+        return self.record(events.process_exit(worker, pid, "worker", -9 if signal == "SIGKILL" else 0, signal), dt=dt)
 
-    # -- faults ----------------------------------------------------------------------------------
+    # -- faults, journaled as chaos.runtime.nemesis does -----------------------------------------
+
+    def journal(self, kind: str, target: str, fid: str = "f1", gate: str | None = None, *, dt: float = 0.01,
+                **params: Any) -> History:
+        return self.record(events.fault(fid, kind, target, gate, params), dt=dt)
+
+    def applied(self, target: str, fid: str = "f1", **data: Any) -> History:
+        return self.record(events.fault_applied(fid, target, data))
 
     def kill(self, worker: str, fid: str = "f1", gate: str | None = None, exited: bool = True) -> History:
-        self.add("fault", None, worker, id=fid, kind="kill", target=worker, gate=gate)
-        self.add("fault.applied", None, worker, id=fid, pids=[4242])
-        if exited:
-            self.add("process.exit", None, worker, pid=4242, returncode=-9, signal="SIGKILL")
-        return self
+        """Journal, SIGKILL applied, then the reaped exit (the nemesis waits for it after `fault.applied`)."""
+        self.journal("kill", worker, fid, gate, scope="tree").applied(worker, fid, pids=[PID])
+        return self.exit(worker) if exited else self
 
     def stop(self, worker: str, fid: str = "f1", gate: str | None = None, pids: list[int] | None = None,
              *, dt: float = 0.01) -> History:
         """SIGSTOP journaled and applied (heal it with `heal`)."""
-        self.add("fault", None, worker, dt=dt, id=fid, kind="stop", target=worker, gate=gate, max_s=5.0)
-        return self.add("fault.applied", None, worker, id=fid, pids=[4242] if pids is None else pids)
+        self.journal("stop", worker, fid, gate, dt=dt, max_s=5.0)
+        return self.applied(worker, fid, pids=[PID] if pids is None else pids)
 
     def heal(self, worker: str, fid: str = "f1", *, dt: float = 0.01) -> History:
-        return self.add("fault.healed", None, worker, dt=dt, id=fid, pids=[4242], condition_held=True)
+        return self.record(events.fault_healed(fid, worker, {"pids": [PID], "condition_held": True}), dt=dt)
 
-    def restart(self, worker: str, fid: str = "f1", gate: str | None = None, *, old_pid: int = 4242,
+    def restart(self, worker: str, fid: str = "f1", gate: str | None = None, *, old_pid: int = PID,
                 new_pid: int = 4343, exited: bool = True, started: bool = True, dt: float = 0.01) -> History:
-        """As chaos.nemesis does it: journal, SIGKILL reaped, started again under the same name, then applied."""
-        self.add("fault", None, worker, dt=dt, id=fid, kind="restart", target=worker, gate=gate)
+        """Journal, SIGKILL reaped, started again under the same name, then applied."""
+        self.journal("restart", worker, fid, gate, dt=dt)
         if exited:
             self.exit(worker, old_pid)
         if started:
             self.start(worker, new_pid)
-        return self.add("fault.applied", None, worker, id=fid, pids=[old_pid], new_pid=new_pid)
+        return self.applied(worker, fid, pids=[old_pid], new_pid=new_pid)
 
     def backend_restart(self, fid: str = "f1", gate: str | None = None, *, happened: bool = True,
                         dt: float = 0.01) -> History:
-        """As chaos.nemesis does it: journal, the backend's own `backend.restart` event, then applied."""
-        self.add("fault", None, "backend", dt=dt, id=fid, kind="backend_restart", target="backend", gate=gate,
-                 mode="immediate")
+        """Journal, the backend's own `backend.restart` event, then applied."""
+        self.journal("backend_restart", events.BACKEND, fid, gate, dt=dt, mode="immediate")
         if happened:
-            self.add("backend.restart", mode="immediate", old_pid=100, new_pid=200, down_s=0.5)
-        return self.add("fault.applied", None, "backend", id=fid, mode="immediate", down_s=0.5)
+            self.record(events.backend_restart("immediate", 100, 200, 0.5))
+        return self.applied(events.BACKEND, fid, mode="immediate", down_s=0.5)
 
-    def clock(self, worker: str, offset_s: float, fid: str = "f1", *, took: bool = True, pid: int = 4242) -> History:
+    def clock(self, worker: str, offset_s: float, fid: str = "f1", *, took: bool = True, pid: int = PID) -> History:
         """Start `worker` with a shifted wall clock (a journaled `clock` fault); `took=False`: the shift
         did not take, so its probes carry the controller's clock."""
-        self.add("fault", None, worker, id=fid, kind="clock", target=worker, gate=None, offset_s=offset_s)
+        self.journal("clock", worker, fid, offset_s=offset_s)
         self.start(worker, pid)
         self.skew[worker] = offset_s if took else 0.0
-        return self.add("fault.applied", None, worker, id=fid, pids=[pid], offset_s=offset_s)
+        return self.applied(worker, fid, pids=[pid], offset_s=offset_s)
+
+    # -- the end -----------------------------------------------------------------------------------
 
     def snapshot(self, **states: str) -> History:
-        for job, state in states.items():
-            self.add("snapshot", job, state=state, owner=None)
-        self.add("snapshot.taken", jobs=len(states))
-        return self.add("run.end", status="ok")
+        return self.snapshot_with(**{job: {"state": state} for job, state in states.items()})
 
     def snapshot_with(self, **states: dict[str, Any]) -> History:
         """A final snapshot with full job states, e.g. a={"state": "dead", "attempts": 3}."""
         for job, state in states.items():
-            self.add("snapshot", job, **{"owner": None, **state})
-        self.add("snapshot.taken", jobs=len(states))
-        return self.add("run.end", status="ok")
+            detail = {k: v for k, v in state.items() if k not in ("state", "owner", "attempts")}
+            self.record(events.snapshot(job, state["state"], state.get("owner"), state.get("attempts"), detail))
+        self.record(events.snapshot_taken(len(states)))
+        return self.record(events.run_end("ok", ""))

@@ -1,1 +1,2 @@
-"""Backends (PostgreSQL, ...) that a scenario runs its queue against, from a local, docker or external provider."""
+"""Backends a queue runs against (PostgreSQL, ...): one package per kind, each with providers
+(local, external, ...) registered in `chaos.backends.registry`, all behind `chaos.backends.base.Backend`."""

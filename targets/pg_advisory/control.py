@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 
-from chaos.pgtable import TableQueueControl
+from chaos import TableQueueControl
 
 KEY_SPACE = 2**40
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaos import probe
-from chaos.pgworker import TRANSIENT, Db, serve, settle
 from chaos.worker import JobFailed, log, run_handler, settings, stop_flag
+from chaos.worker.postgres import TRANSIENT, Db, serve, settle
 
 CANDIDATES_PER_POLL = 16
 

@@ -1,6 +1,6 @@
 """pg_lease control side: the jobs table of the visibility-timeout seed."""
 
-from chaos.pgtable import TableQueueControl
+from chaos import TableQueueControl
 
 
 class Control(TableQueueControl):

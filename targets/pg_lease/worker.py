@@ -14,8 +14,8 @@ import uuid
 from typing import Any
 
 from chaos import probe
-from chaos.pgworker import TRANSIENT, Db, serve
 from chaos.worker import JobFailed, WorkerSettings, log, retrying, run_handler, settings, stop_flag
+from chaos.worker.postgres import TRANSIENT, Db, serve
 
 CLAIM = """
 UPDATE jobs SET status = 'claimed', claim_token = %(token)s, claimed_by = %(worker)s,

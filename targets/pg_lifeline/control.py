@@ -5,7 +5,7 @@ attempted_by), completed -> done, discarded -> dead. `executing_s` is how long t
 been running by the database clock, the age the rescuer judges it by.
 """
 
-from chaos.pgtable import TableQueueControl
+from chaos import TableQueueControl
 
 
 class Control(TableQueueControl):

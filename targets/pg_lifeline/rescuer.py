@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from chaos.worker import log, settings, stop_flag
+from chaos.worker.postgres import dsn
 
 TRANSIENT = (psycopg.OperationalError,)
 DEFAULTS = {"rescue_after_s": "1.5", "rescue_interval_s": "0.2"}
@@ -39,7 +40,7 @@ def main() -> None:
     while not stop.wait(interval):
         try:
             if conn is None or conn.closed or conn.broken:
-                conn = psycopg.connect(cfg.dsn, autocommit=True, connect_timeout=3, application_name=cfg.worker_id)
+                conn = psycopg.connect(dsn(), autocommit=True, connect_timeout=3, application_name=cfg.worker_id)
             rescued = conn.execute(RESCUE, args).fetchall()
         except TRANSIENT as exc:
             log(f"rescue scan failed: {exc!r}")

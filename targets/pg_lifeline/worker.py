@@ -23,8 +23,8 @@ import threading
 from typing import Any
 
 from chaos import probe
-from chaos.pgworker import Db, serve, settle
 from chaos.worker import JobFailed, log, run_handler, settings, stop_flag
+from chaos.worker.postgres import Db, serve, settle
 
 CLAIM = """
 UPDATE jobs SET state = 'executing', attempted_at = now(), attempted_by = %(worker)s, attempt = attempt + 1

@@ -1,6 +1,6 @@
 """pg_naive control side: the dispatcher table of the orphaned-claim seed."""
 
-from chaos.pgtable import TableQueueControl
+from chaos import TableQueueControl
 
 
 class Control(TableQueueControl):

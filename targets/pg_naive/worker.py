@@ -10,8 +10,8 @@ import threading
 from typing import Any
 
 from chaos import probe
-from chaos.pgworker import Db, serve, settle
 from chaos.worker import log, run_handler, settings, stop_flag
+from chaos.worker.postgres import Db, serve, settle
 
 CLAIM = """
 UPDATE jobs SET state = 'running', claimed_by = %(worker)s, claimed_at = now()

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import psycopg
 
-from chaos.pgtable import TableQueueControl
-from chaos.target import JobState
+from chaos import JobState, TableQueueControl
 
 
 class Control(TableQueueControl):

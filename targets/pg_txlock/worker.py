@@ -23,8 +23,8 @@ import threading
 from typing import Any
 
 from chaos import probe
-from chaos.pgworker import TRANSIENT, Db, serve
 from chaos.worker import JobFailed, log, retrying, run_handler, settings, stop_flag
+from chaos.worker.postgres import TRANSIENT, Db, serve
 
 CLAIMS = itertools.count(1)
 

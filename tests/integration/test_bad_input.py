@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from chaos import events
 from chaos.ledger import Ledger
 from tests.integration.runner import chaos, processes_mentioning, run_processes
 
@@ -94,7 +95,7 @@ def test_report_on_a_file_that_is_not_a_ledger(tmp_path: Path) -> None:
 
 def test_report_on_a_ledger_with_a_damaged_row(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    ledger.append("run.start", "runner", data={"target": "pg_lease"})
+    ledger.append(events.run_start(target="pg_lease"))
     ledger.close()
     with closing(sqlite3.connect(str(tmp_path / "ledger.sqlite"))) as db, db:
         db.execute("UPDATE events SET data = '{\"target\": ' WHERE seq = 1")

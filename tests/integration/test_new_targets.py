@@ -16,11 +16,7 @@ from typing import Any
 
 import pytest
 
-from chaos.ledger import Event, read_events
-from chaos.run import Run, RunOptions
-from chaos.scenario import Scenario
-from chaos.target import find_target
-from chaos.verdict import Verdict
+from chaos import Event, RunOptions, Scenario, Verdict, find_target, read_events, run_scenario
 
 TARGETS = ["pg_txlock", "pg_advisory", "pg_lifeline"]
 LOCK_TARGETS = ["pg_txlock", "pg_advisory"]
@@ -30,12 +26,8 @@ LOCK_RELEASE_S = 0.5  # a dead owner's session ends when its socket closes: mill
 def run_inline(target: str, body: Callable[[Any], None], runs_dir: Path) -> tuple[Verdict, list[Event]]:
     """Run an ad-hoc scenario in this process through the real harness; returns the verdict and ledger."""
     scenario = Scenario(f"inline_{body.__name__}", Path(__file__), body.__doc__ or "", body)
-    run = Run(find_target(target), scenario, RunOptions(seed=1, runs_dir=runs_dir))
-    try:
-        verdict = run.execute()
-    finally:
-        run.close()
-    return verdict, read_events(run.dir / "ledger.sqlite")
+    result = run_scenario(find_target(target), scenario, RunOptions(seed=1, runs_dir=runs_dir))
+    return result.verdict, read_events(result.dir / "ledger.sqlite")
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -50,9 +42,9 @@ def test_snapshot_and_release_of_a_killed_owners_job(tmp_path: Path, target: str
         gate = ctx.arm("after:effect", job=victim)
         ctx.start_worker()
         held = ctx.wait(gate)
-        seen["owner"] = held["worker"]
+        seen["owner"] = held.worker
         seen["while_held"] = next(s for s in ctx.control.snapshot() if s.job == victim)
-        ctx.kill(held["worker"], gate=gate)
+        ctx.kill(held.worker, gate=gate)
         deadline = time.monotonic() + 10.0
         while time.monotonic() < deadline:
             state = next(s for s in ctx.control.snapshot() if s.job == victim)

@@ -5,23 +5,39 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
 import psycopg
 import pytest
 
-from chaos.backends import pg_binaries, pg_cluster, pg_local
-from chaos.backends import postgres as pg
+from chaos.backends.base import Backend, BackendSettings
+from chaos.backends.postgres import binaries as pg_binaries
+from chaos.backends.postgres import cluster as pg_cluster
+from chaos.backends.postgres import external as pg_external
+from chaos.backends.postgres import local as pg_local
+from chaos.backends.postgres.base import RestartMode
+from chaos.backends.postgres.local import LocalPostgres
+from chaos.backends.registry import provider
 from chaos.errors import ConfigError, HarnessError
+from chaos.events import Record
 
 Events = list[tuple[str, dict[str, object]]]
 
 
+def open_postgres(name: str, url: str | None, run_id: str) -> Backend:
+    """Open a PostgreSQL backend through the registry, as a run does."""
+    return provider("postgres", name).open(BackendSettings(Path("/nonexistent"), run_id, url))
+
+
+def recorder(events: Events) -> Callable[[Record], None]:
+    return lambda record: events.append((record.kind, record.data))
+
+
 def _have_server_binaries() -> bool:
     try:
-        pg.find_binaries()
+        pg_binaries.find_binaries()
     except ConfigError:
         return False
     return True
@@ -45,12 +61,12 @@ def events() -> Events:
 
 
 @pytest.fixture
-def local(run_dir: Path, events: Events) -> Iterator[pg.LocalPostgres]:
-    with pg.LocalPostgres(run_dir / "pg", on_event=lambda kind, data: events.append((kind, data))) as backend:
+def local(run_dir: Path, events: Events) -> Iterator[LocalPostgres]:
+    with LocalPostgres(run_dir / "pg", on_event=recorder(events)) as backend:
         yield backend
 
 
-def _processes_of(backend: pg.LocalPostgres) -> list[psutil.Process]:
+def _processes_of(backend: LocalPostgres) -> list[psutil.Process]:
     """Live (non-zombie) processes of this server: the postmaster names the data dir on its command line,
     its children (which setsid() away from its process group) carry the instance's cluster_name in their title."""
     found = []
@@ -73,7 +89,7 @@ def _gone(pid: int) -> bool:
 
 
 @needs_server
-def test_local_start_accepts_queries(local: pg.LocalPostgres, events: Events) -> None:
+def test_local_start_accepts_queries(local: LocalPostgres, events: Events) -> None:
     with psycopg.connect(local.dsn) as conn:
         assert conn.execute("select 1").fetchone() == (1,)
         assert conn.execute("select current_user, current_database()").fetchone() == ("postgres", "chaos")
@@ -86,7 +102,7 @@ def test_local_start_accepts_queries(local: pg.LocalPostgres, events: Events) ->
 
 @needs_server
 @pytest.mark.parametrize("mode", ["immediate", "fast"])
-def test_data_survives_restart_same_port_new_pid(local: pg.LocalPostgres, events: Events, mode: pg.RestartMode) -> None:
+def test_data_survives_restart_same_port_new_pid(local: LocalPostgres, events: Events, mode: RestartMode) -> None:
     with psycopg.connect(local.dsn, autocommit=True) as conn:
         conn.execute("create table jobs (id int primary key, body text)")
         # Each insert is its own acknowledged commit; the last one lands just before the crash.
@@ -108,7 +124,7 @@ def test_data_survives_restart_same_port_new_pid(local: pg.LocalPostgres, events
 
 
 @needs_server
-def test_restart_rejects_unknown_mode(local: pg.LocalPostgres) -> None:
+def test_restart_rejects_unknown_mode(local: LocalPostgres) -> None:
     with pytest.raises(ConfigError, match="immediate"):
         local.restart("graceful")  # type: ignore[arg-type]
 
@@ -116,7 +132,7 @@ def test_restart_rejects_unknown_mode(local: pg.LocalPostgres) -> None:
 @needs_server
 def test_close_leaves_no_process_and_removes_pgdata(run_dir: Path) -> None:
     events: Events = []
-    backend = pg.LocalPostgres(run_dir / "pg", on_event=lambda kind, data: events.append((kind, data))).start()
+    backend = LocalPostgres(run_dir / "pg", on_event=recorder(events)).start()
     pid = backend.pid
     assert pid is not None
     with psycopg.connect(backend.dsn, autocommit=True) as conn:  # an open session must not block shutdown
@@ -133,7 +149,7 @@ def test_close_leaves_no_process_and_removes_pgdata(run_dir: Path) -> None:
 
 
 @needs_server
-def test_kill_takes_down_every_server_process_and_restart_revives(local: pg.LocalPostgres, events: Events) -> None:
+def test_kill_takes_down_every_server_process_and_restart_revives(local: LocalPostgres, events: Events) -> None:
     with psycopg.connect(local.dsn, autocommit=True) as conn:
         conn.execute("create table t (i int)")
         conn.execute("insert into t values (1)")
@@ -169,7 +185,7 @@ def test_kill_takes_down_every_server_process_and_restart_revives(local: pg.Loca
 def test_second_start_copies_the_template(run_dir: Path) -> None:
     if not pg_cluster.USE_TEMPLATE:
         pytest.skip("template cache disabled")
-    with pg.LocalPostgres(run_dir / "a"), pg.LocalPostgres(run_dir / "b") as second:
+    with LocalPostgres(run_dir / "a"), LocalPostgres(run_dir / "b") as second:
         assert second.init_method == "template"
         with psycopg.connect(second.dsn) as conn:
             assert conn.execute("select current_database()").fetchone() == ("chaos",)
@@ -178,7 +194,7 @@ def test_second_start_copies_the_template(run_dir: Path) -> None:
 @needs_server
 def test_without_template_initdb_works(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pg_cluster, "USE_TEMPLATE", False)
-    with pg.LocalPostgres(run_dir / "pg") as backend:
+    with LocalPostgres(run_dir / "pg") as backend:
         assert backend.init_method == "initdb"
         with psycopg.connect(backend.dsn) as conn:
             assert conn.execute("select current_database()").fetchone() == ("chaos",)
@@ -187,7 +203,7 @@ def test_without_template_initdb_works(run_dir: Path, monkeypatch: pytest.Monkey
 @needs_server
 def test_failed_start_cleans_up(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(pg_local.SERVER_SETTINGS, "no_such_setting", "1")
-    backend = pg.LocalPostgres(run_dir / "pg")
+    backend = LocalPostgres(run_dir / "pg")
     with pytest.raises(HarnessError, match="no_such_setting"), backend:
         pytest.fail("must not get here")
     assert not backend.pgdata.exists()
@@ -197,10 +213,10 @@ def test_failed_start_cleans_up(run_dir: Path, monkeypatch: pytest.MonkeyPatch) 
 
 @needs_server
 def test_failing_event_sink_during_start_cleans_up(run_dir: Path) -> None:
-    def sink(kind: str, data: dict[str, object]) -> None:
+    def sink(record: Record) -> None:
         raise RuntimeError("sink broke")
 
-    backend = pg.LocalPostgres(run_dir / "pg", on_event=sink)
+    backend = LocalPostgres(run_dir / "pg", on_event=sink)
     with pytest.raises(RuntimeError, match="sink broke"), backend:
         pytest.fail("must not get here")
     assert backend.pid is None
@@ -213,7 +229,7 @@ def test_existing_pgdata_is_refused_and_kept(run_dir: Path) -> None:
     (run_dir / "pg" / "pgdata").mkdir(parents=True)
     (run_dir / "pg" / "pgdata" / "keep").write_text("x")
     with pytest.raises(ConfigError, match="already exists"):
-        pg.LocalPostgres(run_dir / "pg").start()
+        LocalPostgres(run_dir / "pg").start()
     assert (run_dir / "pg" / "pgdata" / "keep").exists()
 
 
@@ -223,7 +239,7 @@ def test_run_dir_the_server_user_cannot_reach(run_dir: Path) -> None:
     private = run_dir / "private"
     private.mkdir(mode=0o700)
     private.chmod(0o700)
-    backend = pg.LocalPostgres(private / "pg").start()
+    backend = LocalPostgres(private / "pg").start()
     try:
         assert not backend.pgdata.is_relative_to(private), "the cluster moves where the server user can reach it"
         with psycopg.connect(backend.dsn, autocommit=True) as conn:
@@ -235,9 +251,9 @@ def test_run_dir_the_server_user_cannot_reach(run_dir: Path) -> None:
 
 
 @needs_server
-def test_external_creates_and_drops_its_schema(local: pg.LocalPostgres) -> None:
-    external = pg.open_postgres("external", Path("/nonexistent"), local.dsn, "Run 42/α")
-    assert isinstance(external, pg.ExternalPostgres)
+def test_external_creates_and_drops_its_schema(local: LocalPostgres) -> None:
+    external = open_postgres("external", local.dsn, "Run 42/α")
+    assert isinstance(external, pg_external.ExternalPostgres)
     schema = external.schema
     assert schema == "chaos_run_42"
     with psycopg.connect(external.dsn, autocommit=True) as conn:
@@ -260,10 +276,10 @@ def test_external_creates_and_drops_its_schema(local: pg.LocalPostgres) -> None:
 
 
 @needs_server
-def test_external_url_from_environment(local: pg.LocalPostgres, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_external_url_from_environment(local: LocalPostgres, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHAOS_POSTGRES_URL", local.dsn)
     with (
-        pg.open_postgres("external", Path("/nonexistent"), None, "env") as external,
+        open_postgres("external", None, "env") as external,
         psycopg.connect(external.dsn) as conn,
     ):
         assert conn.execute("show search_path").fetchone() == ("chaos_env",)
@@ -272,7 +288,7 @@ def test_external_url_from_environment(local: pg.LocalPostgres, monkeypatch: pyt
 def test_bad_external_url_is_a_config_error() -> None:
     url = "postgresql://nobody:s3cret@127.0.0.1:1/x"
     with pytest.raises(ConfigError) as info:
-        pg.ExternalPostgres(url, "run").start()
+        pg_external.ExternalPostgres(url, "run").start()
     message = str(info.value)
     assert "postgresql://nobody:***@127.0.0.1:1/x" in message
     assert "s3cret" not in message
@@ -282,24 +298,24 @@ def test_bad_external_url_is_a_config_error() -> None:
 
 def test_unparsable_external_url_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="cannot be parsed"):
-        pg.ExternalPostgres("host=127.0.0.1 password=s3cret bogus", "run").start()
+        pg_external.ExternalPostgres("host=127.0.0.1 password=s3cret bogus", "run").start()
 
 
 def test_external_without_url_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CHAOS_POSTGRES_URL", raising=False)
     with pytest.raises(ConfigError, match="CHAOS_POSTGRES_URL"):
-        pg.open_postgres("external", Path("/nonexistent"), None, "run")
+        open_postgres("external", None, "run")
 
 
 def test_unknown_provider_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="'local' or 'external'"):
-        pg.open_postgres("cloud", Path("/nonexistent"), None, "run")
+    with pytest.raises(ConfigError, match="among external, local, but got 'cloud'"):
+        open_postgres("cloud", None, "run")
 
 
 def test_missing_binaries_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", "")
     monkeypatch.setattr(pg_binaries, "PG_LIB_ROOT", tmp_path / "no-postgresql-here")
-    backend = pg.LocalPostgres(tmp_path / "pg")
+    backend = LocalPostgres(tmp_path / "pg")
     with pytest.raises(ConfigError) as info:
         backend.start()
     message = str(info.value)
@@ -319,10 +335,10 @@ def test_missing_binaries_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp
     ],
 )
 def test_mask_password(url: str, masked: str) -> None:
-    assert pg.mask_password(url) == masked
+    assert pg_external.mask_password(url) == masked
 
 
 def test_schema_name_is_a_safe_identifier() -> None:
-    assert pg.schema_name("2024-05-01T12:00 run#1") == "chaos_2024_05_01t12_00_run_1"
-    assert pg.schema_name("???") == "chaos_run"
-    assert len(pg.schema_name("x" * 200)) == 63
+    assert pg_external.schema_name("2024-05-01T12:00 run#1") == "chaos_2024_05_01t12_00_run_1"
+    assert pg_external.schema_name("???") == "chaos_run"
+    assert len(pg_external.schema_name("x" * 200)) == 63

@@ -12,7 +12,7 @@ import pytest
 from chaos import probe
 from chaos.errors import ConfigError, NotExercised
 from chaos.ledger import Ledger, read_events
-from chaos.sink import Sink
+from chaos.runtime.sink import Sink
 
 
 def in_thread(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from chaos import probe
-from chaos.http_server import MAX_BYTES
 from chaos.ledger import Ledger, read_events
-from chaos.sink import Sink
+from chaos.runtime.http_server import MAX_BYTES
+from chaos.runtime.sink import Sink
 
 Post = Callable[[str, str, bytes, dict[str, str]], tuple[int, dict[str, object]]]
 

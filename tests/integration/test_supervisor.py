@@ -13,7 +13,7 @@ import pytest
 
 from chaos.errors import ConfigError
 from chaos.ledger import Ledger
-from chaos.supervisor import Supervisor
+from chaos.runtime.supervisor import Supervisor
 
 # A parent that starts a child and then sleeps: a two-process tree, like a pool supervisor and its child.
 TREE = [sys.executable, "-c",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.checker import judge
+from chaos.check.checker import judge
 from tests.history import AT_LEAST_ONCE, History
 
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.checker import judge
+from chaos.check.checker import judge
+from chaos.check.verdict import FaultReport, Verdict, Violation
 from chaos.contract import Contract
-from chaos.verdict import FaultReport, Verdict, Violation
 from tests.history import AT_LEAST_ONCE, History
 
 # pg_lease's contract: overlap and a late effect are allowed once the owner lost its lease

@@ -6,8 +6,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from chaos.checker import judge
-from chaos.report import write_reports
+from chaos.check.checker import judge
+from chaos.reports import write_reports
 from tests.history import History
 
 

@@ -1,0 +1,73 @@
+"""What every backend provider offers, so the run, the environment and the nemesis never care which
+server runs or who owns it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import ClassVar, Protocol, Self
+
+from chaos.events import Record
+
+EventSink = Callable[[Record], object]  # the ledger's append
+# Capabilities: what a provider lets faults do to its server. A fault kind declares the ones it needs.
+RESTART = "restart"
+KILL = "kill"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a client reaches the backend: its address, and the complete URL a client there uses."""
+
+    host: str
+    port: int
+    url: str
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """What a run hands a provider: where its files go, the user's URL (external), and the ledger."""
+
+    data_root: Path
+    run_id: str
+    url: str | None = None
+    on_event: EventSink | None = None
+
+
+class Backend(Protocol):
+    """A started server (or the run's share of one). Providers subclass it for the with-block: start on
+    entry, close on exit."""
+
+    kind: ClassVar[str]
+    provider: ClassVar[str]
+    capabilities: ClassVar[frozenset[str]]
+
+    @classmethod
+    def open(cls, settings: BackendSettings) -> Self:
+        """Build the backend from the run's settings and start it."""
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where the server listens (the run's workers get their own endpoints from the environment)."""
+
+    def start(self) -> Self:
+        """Make the server usable; a second call does nothing."""
+
+    def restart(self, mode: str = "immediate") -> None:
+        """Stop the server and start it again on the same data and address (capability RESTART)."""
+
+    def kill(self) -> None:
+        """SIGKILL the whole server, leaving it down until restart() (capability KILL)."""
+
+    def close(self) -> None:
+        """Stop and clean up everything the backend created; safe to call twice."""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,15 @@
+"""PostgreSQL backends: the ``local`` provider starts its own ``postgres`` on a free port in the run dir,
+so a fault never touches anything else on the machine; the ``external`` provider only gets a fresh
+schema on a server the user names, so faults that need control of the server are unavailable there.
+
+Importing this package is cheap: a provider's server code is imported when a run opens it.
+"""
+
+from chaos.backends.registry import Provider
+
+PROVIDERS = {
+    "local": Provider("postgres", "local", "chaos.backends.postgres.local:LocalPostgres",
+                      "a private server on a free port, in the run dir (default)"),
+    "external": Provider("postgres", "external", "chaos.backends.postgres.external:ExternalPostgres",
+                         "your server (--backend-url or CHAOS_POSTGRES_URL); a fresh schema per run"),
+}

@@ -1,0 +1,138 @@
+"""The external provider: a user's server, where each run only gets a fresh schema.
+
+The suite does not own that server, so faults that need control of it are unavailable there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import ClassVar, Self
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from chaos import events
+from chaos.backends.base import BackendSettings, Endpoint
+from chaos.backends.postgres.base import ENV_URL, PostgresBackend
+from chaos.errors import ConfigError, HarnessError
+
+
+def mask_password(url: str) -> str:
+    """The URL or conninfo with any password replaced by ***, safe for messages and logs."""
+    masked = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*):[^@/?#]*@", r"\1:***@", url)
+    masked = re.sub(r"([?&]password=)[^&#]*", r"\1***", masked)
+    if "://" not in url:
+        masked = re.sub(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", masked)
+    return masked
+
+
+def schema_name(run_id: str) -> str:
+    """chaos_<run_id> reduced to a plain lower-case identifier within PostgreSQL's 63-byte limit."""
+    cleaned = re.sub(r"[^a-z0-9_]+", "_", run_id.lower()).strip("_") or "run"
+    return f"chaos_{cleaned}"[:63]
+
+
+class ExternalPostgres(PostgresBackend):
+    """A user's server (provider 'external'): the run gets its own schema and no server faults."""
+
+    provider: ClassVar[str] = "external"
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, url: str, run_id: str) -> None:
+        self.url = url
+        self.schema = schema_name(run_id)
+        self.dsn = ""
+        self._started = False
+        self._closed = False
+
+    @classmethod
+    def open(cls, settings: BackendSettings) -> Self:
+        """The user's server from --backend-url, else CHAOS_POSTGRES_URL; a fresh schema named for the run."""
+        url = settings.url or os.environ.get(ENV_URL) or None
+        if url is None:
+            raise ConfigError(
+                "The external PostgreSQL provider needs the URL of an existing server, but neither "
+                f"--backend-url nor {ENV_URL} is set. Pass --backend-url postgresql://user:pass@host:5432/db "
+                f"(or export {ENV_URL}), or drop --backend external to let the suite start its own server."
+            )
+        backend = cls(url, settings.run_id).start()
+        if settings.on_event is not None:
+            settings.on_event(events.backend_start(provider=cls.provider, url=mask_password(url),
+                                                   schema=backend.schema))
+        return backend
+
+    def start(self) -> Self:
+        """Check the server is reachable and create a fresh schema that dsn's search_path points at."""
+        if self._closed:
+            raise HarnessError("ExternalPostgres.start() after close()")
+        if self._started:
+            return self
+        masked = mask_password(self.url)
+        try:
+            params = conninfo_to_dict(self.url)
+        except psycopg.Error as exc:
+            raise ConfigError(
+                f"Expected a PostgreSQL URL or conninfo string (e.g. postgresql://user:pass@host:5432/db), "
+                f"but {masked!r} cannot be parsed: {' '.join(str(exc).split())}. Fix --backend-url or {ENV_URL}."
+            ) from exc
+        schema = sql.Identifier(self.schema)
+        try:
+            with psycopg.connect(self.url, connect_timeout=5, autocommit=True) as conn, conn.transaction():
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(schema))
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(schema))
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise ConfigError(
+                f"Expected to create schema {self.schema} on the external PostgreSQL server {masked}, but "
+                f"the server refused: {' '.join(str(exc).split())}. Grant the user CREATE on the database "
+                "(GRANT CREATE ON DATABASE ... TO ...), or connect as a user that has it."
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise ConfigError(
+                f"Expected a reachable PostgreSQL server at {masked} (from --backend-url or {ENV_URL}), but "
+                f"connecting failed: {' '.join(str(exc).split())}. Check the host, port, user, password and "
+                "database name and that the server accepts TCP connections from here, or drop "
+                "--backend external to let the suite start its own server."
+            ) from exc
+        except psycopg.Error as exc:
+            raise HarnessError(f"could not create schema {self.schema} on {masked}: {exc}") from exc
+        options = f"{params.get('options') or ''} -csearch_path={self.schema}".strip()
+        self.dsn = make_conninfo(self.url, options=options)
+        self._started = True
+        return self
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The server's address as the URL gives it (host may be a socket directory; port defaults to 5432)."""
+        params = conninfo_to_dict(self.dsn)
+        host = str(params.get("host") or params.get("hostaddr") or "localhost").split(",")[0]
+        return Endpoint(host, int(str(params.get("port") or 5432).split(",")[0]), self.dsn)
+
+    def restart(self, mode: str = "immediate") -> None:
+        raise self._no_control(f"restart ({mode})")
+
+    def kill(self) -> None:
+        raise self._no_control("kill")
+
+    def close(self) -> None:
+        """Drop the run's schema (CASCADE); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self._started:
+            return
+        try:
+            with psycopg.connect(self.url, connect_timeout=5, autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
+        except psycopg.Error as exc:
+            raise HarnessError(
+                f"could not drop schema {self.schema} on {mask_password(self.url)}; drop it by hand: {exc}"
+            ) from exc
+
+    def _no_control(self, fault: str) -> ConfigError:
+        return ConfigError(
+            f"The PostgreSQL {fault} fault needs control of the server process, but the backend is the "
+            f"external server {mask_password(self.url)}, which the suite does not own. Run the scenario "
+            "with the local provider (drop --backend external), or pick a scenario without server faults."
+        )

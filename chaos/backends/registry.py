@@ -1,0 +1,59 @@
+"""Backend providers, keyed by backend kind and provider name.
+
+Registering a kind is one line in KINDS naming its package; the package declares PROVIDERS, whose
+factories import the server code only when a run opens one, so listing providers stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from chaos.backends.base import Backend, BackendSettings
+from chaos.errors import ConfigError
+
+KINDS: dict[str, str] = {"postgres": "chaos.backends.postgres"}
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One way to get a backend of a kind; `backend` names its class as 'module:Class', imported on use."""
+
+    kind: str
+    name: str
+    backend: str
+    summary: str
+
+    def backend_class(self) -> type[Backend]:
+        module, _, cls = self.backend.partition(":")
+        found: type[Backend] = getattr(importlib.import_module(module), cls)
+        return found
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return self.backend_class().capabilities
+
+    def open(self, settings: BackendSettings) -> Backend:
+        """Build and start the backend."""
+        return self.backend_class().open(settings)
+
+
+def providers(kind: str) -> dict[str, Provider]:
+    if kind not in KINDS:
+        raise ConfigError(f"Backend kind {kind!r} is not supported: expected one of {', '.join(sorted(KINDS))}. "
+                          "Fix the backend key in target.toml.")
+    found: dict[str, Provider] = importlib.import_module(KINDS[kind]).PROVIDERS
+    return found
+
+
+def provider(kind: str, name: str) -> Provider:
+    known = providers(kind)
+    if name not in known:
+        raise ConfigError(f"Expected a {kind} backend provider among {', '.join(sorted(known))}, but got {name!r}. "
+                          "Fix the --backend option.")
+    return known[name]
+
+
+def provider_names() -> list[str]:
+    """Every provider name of every kind, for the CLI's --backend choices."""
+    return sorted({name for kind in KINDS for name in providers(kind)})

@@ -1,0 +1,96 @@
+"""The checker: a pure function of the ledger and the contract, as Jepsen's checkers are of the history.
+
+It never imports fault or process code, and it never crashes into a pass: `judge` turns any exception
+raised while checking into an `error` verdict carrying the traceback. The work is split in three:
+`chaos.check.scan` builds the run's history in one pass, `chaos.check.judgement` judges each job against
+the contract, and `chaos.check.fault_reports` says which faults landed (by each kind's own proof, in
+`chaos.faults`) and how jobs recovered from them.
+"""
+
+from __future__ import annotations
+
+import gc
+import traceback
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from chaos import events
+from chaos.check.fault_reports import fault_reports, recovery_summary
+from chaos.check.history import RunHistory
+from chaos.check.judgement import judge_job
+from chaos.check.scan import scan
+from chaos.check.verdict import OUTCOMES, FaultReport, Verdict, Violation
+from chaos.contract import Contract
+from chaos.events import Event
+
+
+def judge(ledger: Sequence[Event], contract: Contract | None = None) -> Verdict:
+    """Check a ledger; any exception becomes an `error` verdict, never a pass."""
+    try:
+        return check(ledger, contract)
+    except Exception:  # noqa: BLE001 - the whole point is to turn every crash into a verdict
+        run = next((e.data for e in ledger if e.kind == events.RUN_START), {})
+        return Verdict("error", str(run.get("target", "?")), str(run.get("scenario", "?")), run.get("seed"),
+                       dict(run.get("contract", {})), {}, {}, [], [], {}, str(run.get("command", "")),
+                       error=traceback.format_exc())
+
+
+def check(ledger: Sequence[Event], contract: Contract | None = None) -> Verdict:
+    """Check a ledger against the contract (by default the one the ledger's run.start recorded)."""
+    # The pass allocates a few long-lived objects per event; the cyclic collector would rescan that
+    # growing heap again and again (more than doubling the time on a million events), and none of it
+    # is cyclic garbage. Pause it for the duration, restoring whatever the caller had.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(ledger, contract)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
+    run = scan(ledger)
+    if contract is None:
+        contract = Contract.from_dict(dict(run.start.get("contract", {})), "ledger run.start")
+    violations: list[Violation] = []
+    anomalies: list[dict[str, Any]] = []
+    outcomes: dict[str, str] = {}
+    for job in sorted(run.jobs):
+        outcome, found, allowed = judge_job(run.jobs[job], contract, run)
+        outcomes[job] = outcome
+        violations += found
+        anomalies += allowed
+    faults = fault_reports(run)
+    verdict, notes = _verdict(run, violations, faults)
+    start = run.start
+    return Verdict(verdict, str(start.get("target", "?")), str(start.get("scenario", "?")), start.get("seed"),
+                   contract.to_dict(), _counts(run, outcomes), outcomes, faults, violations, recovery_summary(run),
+                   str(start.get("command", "")), notes, anomalies=anomalies)
+
+
+def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultReport]) -> tuple[str, list[str]]:
+    """fail on any violation; else pass only when the run proved something: snapshot taken, faults landed."""
+    notes: list[str] = []
+    verdict = "pass"
+    if violations:
+        verdict = "fail"
+    elif not run.snapshot_taken:
+        verdict = "inconclusive"
+        notes.append("the run ended before the final snapshot: lost and stuck jobs cannot be judged")
+    elif any(not f.exercised for f in faults) or len(run.gate_matched) < len(run.gates_armed):
+        verdict = "inconclusive"
+        notes.append("fault not exercised: a gate never matched or a fault never took effect")
+    if run.end and run.end.get("status") not in (None, "ok") and verdict == "pass":
+        verdict = "inconclusive"
+        notes.append(f"the harness reported: {run.end.get('status')}: {run.end.get('detail', '')}")
+    return verdict, notes
+
+
+def _counts(run: RunHistory, outcomes: dict[str, str]) -> dict[str, int]:
+    counts = {"enqueued": sum(1 for h in run.jobs.values() if h.enqueued)}
+    tally = Counter(outcomes.values())
+    counts.update({name: tally[name] for name in OUTCOMES})
+    counts["effects"] = sum(len(h.effects) for h in run.jobs.values())
+    return counts

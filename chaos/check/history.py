@@ -1,0 +1,146 @@
+"""The checker's model of a run, as the ledger tells it: per job its executions, effects, findings and
+recoveries; per fault what it did and to whom; per worker its process events.
+
+An *execution* is one `probe.claim` of a job by (worker, token). It ends at that token's ack (accepted or
+not) or abandon, at the exit of its worker process, or when a kill or restart fault is applied to its
+worker. A SIGSTOP does not end it: a stopped owner resumes and keeps working. A new claim of the job
+*supersedes* the job's previous execution (ownership moved on), whether or not that execution had ended.
+`chaos.check.scan` builds this model in one pass; `chaos.check.judgement` and `chaos.check.fault_reports`
+read it. What a fault does to executions is its kind's business (`chaos.faults`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.events import Event
+from chaos.faults import fault_kind
+from chaos.faults.base import FaultKind
+
+GLOBAL = "*"  # context key of events naming no worker or target (such as the backend's own)
+
+
+class Execution:
+    """One claim of a job by (worker, token), until its ack, abandon, process exit or kill.
+    Compared and hashed by identity."""
+
+    __slots__ = ("job", "worker", "token", "pid", "claim", "end", "ended_by", "effects", "superseded_by")
+
+    def __init__(self, job: str, worker: str, token: Any, pid: Any, claim: Event) -> None:
+        self.job = job
+        self.worker = worker
+        self.token = token
+        self.pid = pid
+        self.claim = claim
+        self.end: Event | None = None
+        self.ended_by: str | None = None
+        self.effects = 0
+        self.superseded_by: Execution | None = None  # the next claim of the job (ownership moved on)
+
+    def who(self) -> str:
+        return f"{self.worker} (token {self.token})" if self.token is not None else f"{self.worker} (no token)"
+
+
+@dataclass(slots=True)
+class Finding:
+    """An anomaly proven by the events alone; the contract decides later whether it is a violation."""
+
+    kind: str
+    seq: int
+    message: str
+    exposure_s: float | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Recovery:
+    """A job reclaimed after a fault took its owner: how long that took, and who was involved."""
+
+    seconds: float
+    fault: str
+    owner: str
+    by: str
+    claim_seq: int  # the claim that recovered the job
+
+
+class JobHistory:
+    """What the ledger says about one job, gathered in a single pass (a plain slotted class: one is
+    built per job, on the hot path)."""
+
+    __slots__ = ("job", "enqueued", "poison", "events", "effects", "executions", "by_key", "latest",
+                 "lost_owner_at", "lost", "recoveries", "findings", "snapshot")
+
+    def __init__(self, job: str) -> None:
+        self.job = job
+        self.enqueued = False
+        self.poison: bool | None = None  # enqueue data `fail`; None when the ledger does not say
+        self.events: list[Event] = []
+        self.effects: list[Event] = []
+        self.executions: list[Execution] = []  # in claim order
+        self.by_key: dict[tuple[str, Any], Execution] = {}  # (worker, token) -> its latest execution
+        self.latest: Execution | None = None  # the job's current owner (its latest claim)
+        self.lost_owner_at: float | None = None
+        self.lost: tuple[str, str] | None = None  # (fault id, owner) of the pending loss
+        self.recoveries: list[Recovery] = []
+        self.findings: list[Finding] = []
+        self.snapshot: dict[str, Any] | None = None
+
+    def workers(self) -> set[str]:
+        return {e.worker for e in self.events if e.worker is not None}
+
+
+@dataclass(slots=True)
+class FaultHistory:
+    """One fault from its journal entry on: whether it was applied and healed, and whose executions it hit."""
+
+    id: str
+    kind: str
+    target: str | None
+    gate: str | None
+    seq: int
+    data: dict[str, Any] = field(default_factory=dict)
+    journal: Event | None = None  # the `fault` entry: the fault is under way from here on
+    applied: Event | None = None
+    healed: Event | None = None
+    victims: list[Execution] = field(default_factory=list)
+    observed: dict[str, Any] = field(default_factory=dict)  # what its kind's watch_probe saw
+
+    @property
+    def rule(self) -> FaultKind:
+        return fault_kind(self.kind)
+
+
+@dataclass
+class RunHistory:
+    """Everything the single pass gathers: the model, plus the working state the pass itself needs."""
+
+    jobs: dict[str, JobHistory] = field(default_factory=dict)
+    open: dict[str, set[Execution]] = field(default_factory=dict)  # worker -> its unended executions
+    faults: dict[str, FaultHistory] = field(default_factory=dict)
+    gate_matched: dict[str, int] = field(default_factory=dict)
+    gates_armed: dict[str, str] = field(default_factory=dict)
+    exits: dict[str, list[Event]] = field(default_factory=dict)
+    starts: dict[str, list[Event]] = field(default_factory=dict)
+    backend_restarts: list[Event] = field(default_factory=list)
+    # Excuses for a reclaim: worker -> seq of the last fault that reached it after a claim; the seq of the
+    # last fault that reached every worker (or of a backend restart); workers faulted from the start.
+    owner_faulted: dict[str, int] = field(default_factory=dict)
+    everyone_faulted: int = -1
+    always_excused: set[str] = field(default_factory=set)
+    watched: dict[str, list[FaultHistory]] = field(default_factory=dict)  # worker -> faults watching its probes
+    context: dict[str, list[Event]] = field(default_factory=dict)  # faults and process events, by worker
+    start: dict[str, Any] = field(default_factory=dict)  # the run.start event's data
+    end: dict[str, Any] | None = None  # the run.end event's data
+    snapshot_taken: bool = False
+    origin: float | None = None
+
+    def job(self, job: str) -> JobHistory:
+        history = self.jobs.get(job)
+        if history is None:
+            history = self.jobs[job] = JobHistory(job)
+        return history
+
+    def at(self, event: Event) -> str:
+        """The event's time since the first event, as messages show it."""
+        return f"+{event.mono - (self.origin or 0.0):.3f}s"

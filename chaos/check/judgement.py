@@ -1,0 +1,181 @@
+"""The judgement rules: each job's outcome, and which of its anomalies the contract forbids.
+
+- `overlapped`: two executions that each made an accepted effect and whose [claim, end) intervals
+  intersect; `redelivered`: several effects, executions one after another.
+- dead letters: a job ending dead after a number of claims != contract.max_attempts (when set), or a
+  job enqueued with fail=false ending dead, is a `dead_lettered` violation.
+- a recovery past contract.recovery_bound_s is a `recovery_bound_exceeded` violation.
+
+Event-proven anomalies (premature reclaim, stale ack, effect after lease loss, recovery bound) are judged
+even when the final snapshot is missing; outcome-based ones (lost, stuck, redelivered, overlapped, dead
+letters) need the snapshot. Allowed anomalies (a late effect under after-lease-loss + at-least-once, a
+stale ack under stale_ack = accepted) are returned apart, for `Verdict.anomalies`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from chaos.check.history import GLOBAL, Execution, JobHistory, RunHistory
+from chaos.check.verdict import Violation
+from chaos.contract import Contract
+from chaos.events import BACKEND, Event
+
+WITNESS_LIMIT = 200
+
+
+def judge_job(history: JobHistory, contract: Contract,
+              run: RunHistory) -> tuple[str, list[Violation], list[dict[str, Any]]]:
+    """The job's outcome, the violations it shows under the contract, and the anomalies the contract allows."""
+    outcome, reason = _outcome(history, contract, run)
+    if not reason and not history.findings and not history.recoveries:
+        return outcome, [], []  # the common case
+    witness: list[dict[str, Any]] | None = None
+
+    def violation(kind: str, message: str, detail: dict[str, Any] | None = None) -> Violation:
+        nonlocal witness
+        if witness is None:
+            witness = _witness(history, run)
+        return Violation(kind, history.job, message, witness, dict(detail or {}))
+
+    found = [violation(outcome, reason)] if reason else []
+    allowed: list[dict[str, Any]] = []
+    for finding in history.findings:
+        if _allowed(finding.kind, contract):
+            allowed.append({"kind": finding.kind, "job": history.job, "exposure_s": _round(finding.exposure_s),
+                            "message": f"{finding.message} ({_allowed_by(finding.kind, contract)})"})
+        else:
+            found.append(violation(finding.kind, f"{finding.message}{_forbidden_by(finding.kind, contract)}",
+                                   finding.detail))
+    bound = contract.recovery_bound_s
+    for recovery in history.recoveries:
+        if recovery.seconds > bound:
+            fault = run.faults.get(recovery.fault)
+            what = f"{fault.kind} {fault.target}" if fault is not None else "?"
+            found.append(violation(
+                "recovery_bound_exceeded",
+                f"reclaimed by {recovery.by} {recovery.seconds:.3f}s after fault {recovery.fault} ({what}) took its "
+                f"owner {recovery.owner}, past the recovery bound of {bound}s",
+                {"recovery_s": round(recovery.seconds, 4), "bound_s": bound, "fault": recovery.fault,
+                 "owner": recovery.owner, "by": recovery.by}))
+    return outcome, found, allowed
+
+
+def _allowed(kind: str, contract: Contract) -> bool:
+    if kind == "stale_ack_accepted":
+        return contract.stale_ack == "accepted"
+    if kind == "effect_after_lease_loss":
+        return contract.overlap == "after-lease-loss" and contract.delivery == "at-least-once"
+    return False  # premature_reclaim: a queue that reclaims from a live, healthy owner breaks its own ownership
+
+
+def _allowed_by(kind: str, contract: Contract) -> str:
+    if kind == "stale_ack_accepted":
+        return "allowed: stale_ack = accepted"
+    return f"allowed: overlap = {contract.overlap}, delivery = {contract.delivery}"
+
+
+def _forbidden_by(kind: str, contract: Contract) -> str:
+    if kind == "stale_ack_accepted":
+        return f"; the contract says stale_ack = {contract.stale_ack}"
+    if kind == "effect_after_lease_loss":
+        return f"; the contract says overlap = {contract.overlap}, delivery = {contract.delivery}"
+    return ""
+
+
+def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[str, str]:
+    """The job's outcome and, when the contract forbids it, why (empty when it is fine)."""
+    effects = len(history.effects)
+    snap = history.snapshot or {}
+    where = snap.get("state", "absent")
+    if not history.enqueued:
+        return "unexpected", f"{effects} effect(s) for a job that was never enqueued"
+    if not run.snapshot_taken:
+        return "unknown", ""
+    if where == "dead":
+        return "dead_lettered", _dead_letter_reason(history, contract, snap)
+    if where in ("pending", "claimed"):
+        owner = f", claimed by {snap['owner']}" if snap.get("owner") else ""
+        return "stuck", (f"still {where}{owner} at the end of the run, past the recovery bound of "
+                         f"{contract.recovery_bound_s}s, after {effects} effect(s)")
+    if effects == 0:
+        return "lost", f"enqueued but never effected, and the queue reports it {where}"
+    if effects == 1:
+        return "completed", ""
+    overlap = _overlap(history)
+    if overlap is not None:
+        first, second = overlap
+        until = (f"until {first.ended_by} at {run.at(first.end)}" if first.end is not None
+                 else "and never ended")
+        reasons = []
+        if contract.overlap == "never":
+            reasons.append("the contract says overlap = never")
+        if contract.delivery != "at-least-once":
+            reasons.append(f"{effects} effects under a {contract.delivery} contract")
+        if not reasons:
+            return "overlapped", ""
+        return "overlapped", (f"{effects} effects from executions that ran at once: {second.who()} claimed it at "
+                              f"{run.at(second.claim)} while {first.who()} (claimed at {run.at(first.claim)}) "
+                              f"was still executing it, {until}; " + "; ".join(reasons))
+    if contract.delivery != "at-least-once":
+        return "redelivered", f"{effects} effects under a {contract.delivery} contract"
+    return "redelivered", ""
+
+
+def _overlap(history: JobHistory) -> tuple[Execution, Execution] | None:
+    """Two effecting executions whose [claim, end) intervals intersect, or None (a sweep in claim order)."""
+    reach: Execution | None = None  # the effecting execution that ends last so far
+    for execution in history.executions:  # in claim order
+        if not execution.effects:
+            continue
+        if reach is not None and (reach.end is None or reach.end.seq > execution.claim.seq):
+            return reach, execution
+        if reach is None or (reach.end is not None and (execution.end is None or execution.end.seq > reach.end.seq)):
+            reach = execution
+    return None
+
+
+def _dead_letter_reason(history: JobHistory, contract: Contract, snap: dict[str, Any]) -> str:
+    claims = len(history.executions)
+    reasons = []
+    if contract.max_attempts is not None and claims != contract.max_attempts:
+        counted = f" (the queue counted {snap['attempts']})" if snap.get("attempts") is not None else ""
+        reasons.append(f"dead-lettered after {claims} attempt(s){counted}, but the contract says "
+                       f"max_attempts = {contract.max_attempts}")
+    if history.poison is False:
+        reasons.append(f"dead-lettered after {claims} attempt(s) although it was not a poison job "
+                       "(enqueued with fail=false)")
+    return "; ".join(reasons)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _witness(history: JobHistory, run: RunHistory) -> list[dict[str, Any]]:
+    """The job's events plus the faults and process events of every worker that touched it, and the
+    backend's (and other global) events during the job's life; the last WITNESS_LIMIT of them.
+
+    Each source list is already in ledger order, so only its last WITNESS_LIMIT entries (within the
+    window) can make the cut: a witness costs O(WITNESS_LIMIT) per source, whatever the ledger's size.
+    """
+    related = history.events[-WITNESS_LIMIT:]
+    for worker in history.workers():
+        related += run.context.get(worker, [])[-WITNESS_LIMIT:]
+    if history.events:
+        first, last = history.events[0].seq, history.events[-1].seq
+        for key in (BACKEND, GLOBAL):
+            around = run.context.get(key, [])
+            lo = bisect.bisect_left(around, first, key=_seq)
+            hi = bisect.bisect_right(around, last, key=_seq)
+            related += around[max(lo, hi - WITNESS_LIMIT):hi]
+    related.sort(key=_seq)
+    origin = run.origin or 0.0
+    return [{"seq": e.seq, "t": round(e.mono - origin, 4), "kind": e.kind, "job": e.job, "worker": e.worker,
+             "data": e.data} for e in related[-WITNESS_LIMIT:]]
+
+
+def _seq(event: Event) -> int:
+    return event.seq
+

@@ -1,0 +1,340 @@
+"""Builds the run's history (`chaos.check.history`) in one pass over the ledger, proving anomalies on the way.
+
+Each event is looked at once, and per-job work stays proportional to that job's events, so the pass is
+linear in the ledger. Anomalies the events alone prove become `Finding`s; the contract judges them later:
+
+- `premature_reclaim`: a claim while the job's current owner had not ended (or had just given it up
+  as lost: the claim that took it is reported after it commits), its process alive, and no fault
+  that excuses a reclaim (its kind says so: a kill, stop or restart of it since its claim, a clock
+  fault on it, a backend restart since) reached it.
+- `stale_ack_accepted`: an accepted ack by an execution that had been superseded.
+- `effect_after_lease_loss`: an accepted effect by a superseded execution; exposure = effect time -
+  the superseding claim's time.
+- recovery: a fault whose kind takes the owner (a kill, stop or restart of the owner's worker, a
+  backend restart while the job was owned) loses the owner; recovery = next claim - the fault's
+  applied time (0 when the claim landed between the fault's journal entry and its applied record). An
+  owner that survives its fault and acks the job successfully needs no recovery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from chaos import events
+from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, JobHistory, Recovery, RunHistory
+from chaos.events import Event
+from chaos.faults.base import FaultKind
+
+_GATE = "gate."
+_CONTEXT = ("process.", "fault.", "backend.")  # process and backend events, and the rest of a fault's
+
+
+def scan(ledger: Iterable[Event]) -> RunHistory:
+    """The run's history; job events (the bulk of a ledger) take the shortest path through the loop."""
+    run = RunHistory()
+    jobs = run.jobs
+    watched = run.watched
+    for event in ledger:
+        if run.origin is None:
+            run.origin = event.mono
+        kind = event.kind
+        job = event.job
+        if job is not None and not kind.startswith(_GATE):  # the hot path: probes, enqueues, snapshots
+            history = jobs.get(job)
+            if history is None:
+                history = jobs[job] = JobHistory(job)
+            history.events.append(event)
+            handler = _JOB_HANDLERS.get(kind)
+            if handler is not None:
+                handler(run, history, event)
+            if watched and event.worker in watched and kind.startswith(events.PROBE_PREFIX):
+                _watch(watched[event.worker], event)
+        elif kind == events.FAULT:
+            _on_fault(run, event)
+            _add_context(run, event)
+        elif kind == events.FAULT_APPLIED:
+            _on_fault_applied(run, event)
+            _add_context(run, event)
+        elif kind.startswith(_CONTEXT):
+            _on_process_or_backend(run, event)
+            _add_context(run, event)
+        elif kind == events.GATE_ARMED:
+            run.gates_armed[event.data["gate"]] = event.data.get("spec", "")
+        elif kind == events.GATE_MATCHED:
+            run.gate_matched.setdefault(event.data["gate"], event.seq)
+            if job is not None:
+                run.job(job).events.append(event)
+        elif kind == events.RUN_START:
+            run.start = event.data
+        elif kind == events.RUN_END:
+            run.end = event.data
+        elif kind == events.SNAPSHOT_TAKEN:
+            run.snapshot_taken = True
+    return run
+
+
+def _watch(faults: list[FaultHistory], event: Event) -> None:
+    for fault in faults:
+        watch = fault.rule.watch_probe
+        if watch is not None:
+            watch(fault, event)
+
+
+def _on_enqueue(run: RunHistory, history: JobHistory, event: Event) -> None:
+    history.enqueued = True
+    fail = event.data.get("fail")
+    history.poison = None if fail is None else bool(fail)
+
+
+def _on_snapshot(run: RunHistory, history: JobHistory, event: Event) -> None:
+    history.snapshot = event.data
+
+
+def _on_abandon(run: RunHistory, history: JobHistory, event: Event) -> None:
+    execution = _execution(history, event)
+    if execution is not None:
+        _end(run, execution, event, "abandon")
+
+
+def _add_context(run: RunHistory, event: Event) -> None:
+    key = event.worker or event.data.get("target") or GLOBAL
+    run.context.setdefault(key, []).append(event)
+
+
+def _execution(history: JobHistory, event: Event) -> Execution | None:
+    """The execution a probe belongs to: by (worker, token), else that worker's latest claim of the job."""
+    worker = event.worker or "?"
+    token = event.data.get("token")
+    latest = history.latest
+    if latest is not None and latest.worker == worker and (token is None or latest.token == token):
+        return latest  # the common case
+    if token is not None:
+        execution = history.by_key.get((worker, token))
+        if execution is not None:
+            return execution
+    for execution in reversed(history.executions):  # no token, or one never claimed: rare
+        if execution.worker == worker:
+            return execution
+    return None
+
+
+def _end(run: RunHistory, execution: Execution, event: Event, how: str) -> None:
+    if execution.end is None:
+        execution.end = event
+        execution.ended_by = how
+        owned = run.open.get(execution.worker)
+        if owned is not None:
+            owned.discard(execution)
+
+
+def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
+    worker = event.worker or "?"
+    token = event.data.get("token")
+    execution = Execution(history.job, worker, token, event.data.get("pid"), event)
+    previous = history.latest
+    if previous is not None:
+        if previous.worker == worker and previous.token == token:
+            _end(run, previous, event, "reclaim")  # the same claim again: not a competitor
+        else:
+            previous.superseded_by = execution
+            if _taken_from_healthy_owner(run, previous):
+                held = event.mono - previous.claim.mono
+                when = ("still owned it" if previous.end is None else
+                        f"had lost it to this claim (it gave it up at {run.at(previous.end)}, reported before the "
+                        "claim that caused it)")
+                history.findings.append(Finding(
+                    "premature_reclaim", event.seq,
+                    f"{execution.who()} claimed it at {run.at(event)} while {previous.who()} {when}: "
+                    f"{previous.worker} had held it for {held:.3f}s (since {run.at(previous.claim)}), its "
+                    "process alive and unfaulted (no kill, stop or restart of it since its claim, no clock "
+                    "fault on it, no backend restart since its claim)",
+                    detail={"claimer": worker, "claimer_token": token, "owner": previous.worker,
+                            "owner_token": previous.token, "held_s": round(held, 4)}))
+    if history.lost_owner_at is not None:
+        fault, owner = history.lost or ("?", "?")
+        history.recoveries.append(Recovery(event.mono - history.lost_owner_at, fault, owner, worker, event.seq))
+        history.lost_owner_at = None
+        history.lost = None
+    history.latest = execution
+    history.executions.append(execution)
+    history.by_key[(worker, token)] = execution
+    owned = run.open.get(worker)
+    if owned is None:
+        owned = run.open[worker] = set()
+    owned.add(execution)
+
+
+def _taken_from_healthy_owner(run: RunHistory, previous: Execution) -> bool:
+    """A reclaim is premature when the owner was alive and unfaulted and either still in its handler, or
+    had just given the job up because it lost it (a worker reports its claim after committing it, so the
+    owner's reaction to the theft, a failed heartbeat and an abandon, can reach the ledger first)."""
+    if _owner_faulted(run, previous):
+        return False
+    if previous.end is None:
+        return True
+    return previous.ended_by == "abandon" and previous.end.data.get("reason") == "lost"
+
+
+def _owner_faulted(run: RunHistory, execution: Execution) -> bool:
+    """Did a fault that excuses a reclaim reach the owner (since its claim, or from its start)?"""
+    since = execution.claim.seq
+    return (run.owner_faulted.get(execution.worker, -1) > since or execution.worker in run.always_excused
+            or run.everyone_faulted > since)
+
+
+def _on_effect(run: RunHistory, history: JobHistory, event: Event) -> None:
+    if not event.data.get("accepted", True):
+        return
+    history.effects.append(event)
+    execution = _execution(history, event)
+    if execution is None:
+        return
+    execution.effects += 1
+    winner = execution.superseded_by
+    if winner is not None:
+        exposure = event.mono - winner.claim.mono
+        history.findings.append(Finding(
+            "effect_after_lease_loss", event.seq,
+            f"{execution.who()} made an accepted effect {exposure:.3f}s after {winner.who()} had claimed the job "
+            f"(claimed at {run.at(winner.claim)}, effect at {run.at(event)})",
+            exposure, {"worker": execution.worker, "token": execution.token, "claimer": winner.worker,
+                       "claimer_token": winner.token, "exposure_s": round(exposure, 4)}))
+
+
+def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
+    execution = _execution(history, event)
+    if execution is None:
+        return
+    if event.data.get("ok"):
+        owner = history.latest
+        if owner is not None and owner is not execution:
+            winner = execution.superseded_by or owner
+            exposure = event.mono - winner.claim.mono
+            history.findings.append(Finding(
+                "stale_ack_accepted", event.seq,
+                f"{execution.who()} acknowledged it successfully at {run.at(event)} although {owner.who()} "
+                f"had claimed it since (at {run.at(owner.claim)}): the queue accepted an ack from a claim it "
+                "no longer held", exposure,
+                {"worker": execution.worker, "token": execution.token, "owner": owner.worker,
+                 "owner_token": owner.token, "exposure_s": round(exposure, 4)}))
+        elif owner is execution:
+            history.lost_owner_at = None  # the owner survived its fault and completed the job
+            history.lost = None
+    _end(run, execution, event, "ack")
+
+
+_JOB_HANDLERS: dict[str, Callable[[RunHistory, JobHistory, Event], None]] = {
+    events.PROBE_CLAIM: _on_claim, events.PROBE_EFFECT: _on_effect, events.PROBE_ACK: _on_ack,
+    events.PROBE_ABANDON: _on_abandon, events.ENQUEUE: _on_enqueue, events.SNAPSHOT: _on_snapshot,
+}
+
+
+def _on_fault(run: RunHistory, event: Event) -> None:
+    data = event.data
+    fault = run.faults[data["id"]] = FaultHistory(data["id"], data["kind"], data.get("target"), data.get("gate"),
+                                                    event.seq, data, journal=event)
+    rule = fault.rule
+    # A fault is under way from its journal entry on: a reclaim while it is being applied (a server
+    # going down ends its sessions before restart() returns) is a consequence of it, never premature.
+    if rule.takes_owner:
+        fault.victims = _reached(run, rule, fault.target)
+    _excuse(run, rule, fault.target, event.seq)
+    if rule.watch_probe is not None and fault.target:
+        run.watched.setdefault(fault.target, []).append(fault)
+
+
+def _on_fault_applied(run: RunHistory, event: Event) -> None:
+    fault = run.faults.get(event.data["id"])
+    if fault is None:
+        return
+    fault.applied = event
+    rule = fault.rule
+    if not rule.takes_owner:
+        return
+    _excuse(run, rule, fault.target, event.seq)
+    # executions reached at the journal entry, plus any claimed between the journal and the application
+    fault.victims += [e for e in _reached(run, rule, fault.target) if e.claim.seq > fault.seq]
+    _lose_owners(run, fault, event)
+    if rule.ends_executions and fault.journal is not None:
+        _end_at_journal(run, fault, fault.journal)
+
+
+def _reached(run: RunHistory, rule: FaultKind, target: str | None) -> list[Execution]:
+    """The unended executions a fault of this kind reaches: its target worker's, or every worker's."""
+    if rule.reach == "everyone":
+        return [e for owned in run.open.values() for e in owned]
+    return list(run.open.get(target, ())) if target else []
+
+
+def _excuse(run: RunHistory, rule: FaultKind, target: str | None, seq: int) -> None:
+    """Record that a reclaim from an owner this fault reached is a consequence of it, not premature."""
+    if rule.excuses == "since_claim":
+        if rule.reach == "everyone":
+            run.everyone_faulted = max(run.everyone_faulted, seq)
+        elif target:
+            run.owner_faulted[target] = seq
+    elif rule.excuses == "always" and target:
+        run.always_excused.add(target)
+
+
+def _end_at_journal(run: RunHistory, fault: FaultHistory, journal: Event) -> None:
+    """A kill or restart ends the executions its target ran at its journal entry: the process is dying
+    from then on, and its reaped exit (or the record of the fault) may reach the ledger only after a
+    fast reclaim (a row lock is freed within milliseconds) has been reported."""
+    for execution in fault.victims:
+        if execution.claim.seq < fault.seq and execution.ended_by in (None, "exit"):
+            if execution.end is None:
+                _end(run, execution, journal, "fault")
+            else:
+                execution.end, execution.ended_by = journal, "fault"
+
+
+def _lose_owners(run: RunHistory, fault: FaultHistory, applied: Event) -> None:
+    """Each job whose owner this fault took starts its recovery clock at the fault's applied time."""
+    for execution in fault.victims:
+        history = run.jobs[execution.job]
+        if history.latest is execution:
+            if execution.ended_by != "ack" and history.lost_owner_at is None:
+                history.lost_owner_at = applied.mono
+                history.lost = (fault.id, execution.worker)
+        elif execution.superseded_by is not None and execution.superseded_by.claim.seq > fault.seq:
+            # reclaimed between the fault's journal entry and its application record: recovered at once
+            # (unless that claim already closed the recovery of an earlier fault)
+            winner = execution.superseded_by
+            if not any(r.claim_seq == winner.claim.seq for r in history.recoveries[-1:]):
+                history.recoveries.append(Recovery(max(0.0, winner.claim.mono - applied.mono), fault.id,
+                                                   execution.worker, winner.worker, winner.claim.seq))
+
+
+def _on_process_or_backend(run: RunHistory, event: Event) -> None:
+    kind = event.kind
+    worker = event.worker
+    if kind == events.PROCESS_EXIT and worker:
+        run.exits.setdefault(worker, []).append(event)
+        _on_exit(run, worker, event)
+    elif kind == events.PROCESS_START and worker:
+        run.starts.setdefault(worker, []).append(event)
+    elif kind == events.FAULT_HEALED:
+        fault = run.faults.get(event.data.get("id", ""))
+        if fault is not None:
+            fault.healed = event
+    elif kind == events.BACKEND_RESTART:
+        run.backend_restarts.append(event)
+        run.everyone_faulted = max(run.everyone_faulted, event.seq)
+
+
+def _on_exit(run: RunHistory, worker: str, event: Event) -> None:
+    """A process exit ends the executions it ran: all of the worker's when it was its current process."""
+    owned = run.open.get(worker)
+    if not owned:
+        return
+    pid = event.data.get("pid")
+    starts = run.starts.get(worker)
+    current = starts[-1] if starts else None
+    if current is None or pid is None or current.data.get("pid") == pid:
+        ended = list(owned)
+    else:  # an older incarnation: only what it claimed (or anything claimed before the current one started)
+        ended = [e for e in owned if e.pid == pid or e.claim.seq < current.seq]
+    for execution in ended:
+        _end(run, execution, event, "exit")
+

@@ -1,0 +1,81 @@
+"""A fault kind is one name with two halves that meet only in the ledger, as nemesis and checker do in
+Jepsen:
+
+- the checker's half (pure): what the fault does to ownership (whose executions it reaches, whether
+  it takes their jobs from them or ends them, whether it excuses a reclaim), and its proof from the
+  ledger that it landed;
+- the runtime half: `inject` (and `heal`, run in `finally`), driven by `chaos.runtime.nemesis` against
+  a `FaultWorld`, so a fault kind never imports the supervisor or a backend.
+
+A kind without a proof is never counted as exercised, so a run that relies on it is inconclusive.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from chaos.events import Event
+
+if TYPE_CHECKING:
+    from chaos.check.history import FaultHistory, RunHistory
+
+Scope = Literal["process", "tree"]
+Params = dict[str, Any]
+Proof = Callable[["FaultHistory", "RunHistory"], tuple[bool, str]]
+
+
+class FaultWorld(Protocol):
+    """What the runtime half may act on: the run's processes, its backend, and how it starts workers."""
+
+    def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree") -> list[int]:
+        """Send `sig` to a supervised process (or its tree); the pids that received it."""
+
+    def reap(self, name: str) -> None:
+        """Wait until a killed process's exit is in the ledger."""
+
+    def restart_process(self, name: str) -> tuple[list[int], int]:
+        """SIGKILL a process tree, reap it, start it again: (pids killed, new pid)."""
+
+    def restart_backend(self, mode: str) -> None:
+        """Restart the backend server on the same data and address."""
+
+    def start_worker(self, name: str, extra_env: dict[str, str]) -> int:
+        """Start a worker of the target with extra environment; its pid."""
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    name: str
+    # -- the checker's half ---------------------------------------------------------------------------
+    # Whose executions it reaches: its target worker's, or every worker's (the backend is shared).
+    reach: Literal["target", "everyone"] = "target"
+    # The executions it reaches lose their job: the job's recovery clock starts when it is applied.
+    takes_owner: bool = False
+    # The executions it reaches end at its journal entry (the process is gone).
+    ends_executions: bool = False
+    # A reclaim from an owner this fault reached is not premature: "since_claim" when the fault came
+    # after the owner's claim, "always" when the owner ran under it from the start (a skewed clock).
+    excuses: Literal["since_claim", "always", "never"] = "never"
+    prove: Proof | None = None
+    # Looks at each probe of its target while the run is scanned (a skewed clock shows on probes).
+    watch_probe: Callable[[FaultHistory, Event], None] | None = None
+    # -- the runtime half ---------------------------------------------------------------------------
+    needs: frozenset[str] = frozenset()  # backend capabilities (chaos.backends.base) it requires
+    # Applies the fault; returns what it touched, for `fault.applied`.
+    inject: Callable[[FaultWorld, str, Params], Params] | None = None
+    # Runs once `fault.applied` is in the ledger (a kill then waits for the reaped exit).
+    settle: Callable[[FaultWorld, str, Params], None] | None = None
+    # Undoes the fault, in `finally`; returns what it touched, for `fault.healed`.
+    heal: Callable[[FaultWorld, str, Params], Params] | None = None
+
+
+def not_exercised_without_proof(kind: str) -> tuple[bool, str]:
+    return False, f"fault kind {kind!r} has no registered proof, so the ledger cannot show it landed"
+
+
+def signalled(fault: FaultHistory) -> list[Any]:
+    """The pids a signal fault reached, as its `fault.applied` entry records them."""
+    return list(fault.applied.data.get("pids") or []) if fault.applied is not None else []

@@ -1,0 +1,32 @@
+"""stop: SIGSTOP of a worker's process tree until the scenario's condition holds, then SIGCONT (always,
+in `finally`). A stopped owner keeps its executions (it resumes and goes on) but its jobs may be taken;
+proven by the pids that received SIGSTOP."""
+
+from __future__ import annotations
+
+import signal
+from typing import TYPE_CHECKING
+
+from chaos.faults.base import FaultKind, FaultWorld, Params, signalled
+
+if TYPE_CHECKING:
+    from chaos.check.history import FaultHistory, RunHistory
+
+
+def prove(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
+    pids = signalled(fault)
+    if not pids:
+        return False, "no live process of the target received the signal"
+    resumed = f", resumed by SIGCONT at {run.at(fault.healed)}" if fault.healed else ", never resumed"
+    return True, f"{fault.target} stopped by SIGSTOP (pids {pids}){resumed}"
+
+
+def inject(world: FaultWorld, target: str, params: Params) -> Params:
+    return {"pids": world.signal(target, signal.SIGSTOP)}
+
+
+def heal(world: FaultWorld, target: str, applied: Params) -> Params:
+    return {"pids": world.signal(target, signal.SIGCONT)}
+
+
+KIND = FaultKind("stop", takes_owner=True, excuses="since_claim", prove=prove, inject=inject, heal=heal)

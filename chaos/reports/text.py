@@ -1,0 +1,97 @@
+"""The text reports: verdict.json for CI to gate on, junit.xml for CI test views, summary.md for a CI
+step summary, and the short human summary the CLI prints. All from the verdict (and ledger) alone."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from chaos.check.verdict import Verdict
+from chaos.events import Event
+from chaos.reports import timeline
+
+WITNESS_LINES = 40
+
+
+def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> None:
+    (run_dir / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2, default=str) + "\n")
+    (run_dir / "summary.txt").write_text(summary(verdict, run_dir) + "\n")
+    (run_dir / "summary.md").write_text(markdown(verdict) + "\n")
+    junit(verdict).write(run_dir / "junit.xml", encoding="utf-8", xml_declaration=True)
+    (run_dir / "report.html").write_text(timeline.render(verdict, events) + "\n")
+
+
+def junit(verdict: Verdict) -> ET.ElementTree:
+    """One test case per run: failed with each violation, skipped when inconclusive, errored on a crash."""
+    suite = ET.Element("testsuite", name="queue-chaos", tests="1")
+    case = ET.SubElement(suite, "testcase", classname=f"chaos.{verdict.target}", name=verdict.scenario)
+    text = summary(verdict)
+    if verdict.verdict == "fail":
+        suite.set("failures", "1")
+        kinds = ", ".join(sorted({v.kind for v in verdict.violations}))
+        ET.SubElement(case, "failure", message=f"violations: {kinds}").text = text
+    elif verdict.verdict == "error":
+        suite.set("errors", "1")
+        ET.SubElement(case, "error", message="checker error").text = text
+    elif verdict.verdict == "inconclusive":
+        suite.set("skipped", "1")
+        ET.SubElement(case, "skipped", message="; ".join(verdict.notes) or "inconclusive").text = text
+    ET.SubElement(case, "system-out").text = text
+    return ET.ElementTree(suite)
+
+
+def markdown(verdict: Verdict) -> str:
+    """A few lines that fit a CI step summary; the details stay in verdict.json."""
+    lines = [f"### {verdict.verdict.upper()}: `{verdict.target}` x `{verdict.scenario}` (seed {verdict.seed})", ""]
+    lines += ["| outcome | jobs |", "|---|---|"]
+    lines += [f"| {name} | {count} |" for name, count in verdict.counts.items() if count] + [""]
+    for fault in verdict.faults:
+        lines.append(f"- fault `{fault.kind}` on `{fault.target}`: "
+                     f"{'exercised' if fault.exercised else '**not exercised**'} ({fault.why})")
+    for violation in verdict.violations:
+        lines.append(f"- **{violation.kind}** `{violation.job or ''}`: {violation.message}")
+    if verdict.reproduce:
+        lines += ["", f"Reproduce: `{verdict.reproduce}`"]
+    return "\n".join(lines)
+
+
+def _witness_line(entry: dict[str, Any]) -> str:
+    data = " ".join(f"{k}={v}" for k, v in sorted(entry["data"].items()) if k not in ("argv", "create_time"))
+    who = " ".join(f"{k}={entry[k]}" for k in ("job", "worker") if entry.get(k))
+    return f"#{entry['seq']:<5} +{entry['t']:8.3f}s  {entry['kind']:<16} {who} {data}".rstrip()
+
+
+def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
+    lines = [f"{verdict.verdict.upper()}: target {verdict.target}, scenario {verdict.scenario}, seed {verdict.seed}"]
+    if verdict.counts:
+        shown = [f"{name} {count}" for name, count in verdict.counts.items() if count or name in
+                 ("enqueued", "completed", "redelivered", "lost", "stuck")]
+        lines.append("jobs: " + ", ".join(shown))
+    for fault in verdict.faults:
+        state = "exercised" if fault.exercised else "NOT exercised"
+        gate = f" at gate {fault.gate}" if fault.gate else ""
+        lines.append(f"fault {fault.id}: {fault.kind} {fault.target}{gate}: {state} ({fault.why})")
+    if verdict.recovery.get("jobs"):
+        rec = verdict.recovery
+        lines.append(f"recovery: min {rec['min_s']}s, median {rec['median_s']}s, max {rec['max_s']}s "
+                     f"(bound {verdict.contract.get('recovery_bound_s')}s)")
+    for anomaly in verdict.anomalies:
+        lines.append(f"anomaly {anomaly['kind']} {anomaly.get('job') or ''}: {anomaly['message']}")
+    for note in verdict.notes:
+        lines.append(f"note: {note}")
+    for violation in verdict.violations:
+        lines.append(f"violation {violation.kind} {violation.job or ''}: {violation.message}")
+        witness = violation.witness[-WITNESS_LINES:]
+        if len(violation.witness) > len(witness):
+            lines.append(f"    ... {len(violation.witness) - len(witness)} earlier events in verdict.json")
+        lines += ["    " + _witness_line(entry) for entry in witness]
+    if verdict.error:
+        lines.append("checker error:\n" + verdict.error)
+    if run_dir is not None:
+        lines.append(f"run dir: {run_dir}")
+    if verdict.reproduce:
+        lines.append(f"reproduce: {verdict.reproduce}")
+    return "\n".join(lines)

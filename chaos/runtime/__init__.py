@@ -1,0 +1,1 @@
+"""The runtime: run, scenario context, sink and gates, supervisor, nemesis, environment."""

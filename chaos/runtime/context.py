@@ -1,0 +1,169 @@
+"""The scenario context (`chaos.scenario.Context`): everything a scenario drives (jobs, workers,
+gates, faults) and the waits it orders them with. Racing steps are ordered through gates and ledger
+observations, never sleeps. Every fault goes through the nemesis."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from chaos import events
+from chaos.contract import Contract
+from chaos.errors import ChaosError, HarnessError, NotExercised
+from chaos.events import Event
+from chaos.faults.base import Scope
+from chaos.ledger import Ledger
+from chaos.runtime.gates import Gate as ArmedGate
+from chaos.runtime.launcher import Launcher
+from chaos.runtime.nemesis import Nemesis
+from chaos.runtime.sink import Sink
+from chaos.scenario import Gate, HeldProbe
+from chaos.target import Control, Job
+
+GATE_TIMEOUT_S = 30.0
+SNAPSHOT_POLL_S = 0.05
+
+
+class ScenarioContext:
+    def __init__(self, ledger: Ledger, contract: Contract, control: Control, sink: Sink, launcher: Launcher,
+                 nemesis: Nemesis, seed: int) -> None:
+        self.ledger = ledger
+        self.contract = contract
+        self.control = control
+        self.sink = sink
+        self.launcher = launcher
+        self.nemesis = nemesis
+        self.rng = random.Random(seed)
+        self.jobs: list[str] = []
+        self._workers = 0
+
+    # -- jobs ------------------------------------------------------------------------------------
+
+    def enqueue(self, count: int, *, handler_s: float = 0.0, fail: bool = False) -> list[str]:
+        jobs = [Job(f"job-{len(self.jobs) + i + 1:04d}", handler_s, fail) for i in range(count)]
+        return self.enqueue_jobs(jobs)
+
+    def enqueue_jobs(self, jobs: list[Job]) -> list[str]:
+        self.control.enqueue(jobs)
+        for job in jobs:
+            self.ledger.append(events.enqueue(job.id, job.payload()))
+            self.jobs.append(job.id)
+        return [job.id for job in jobs]
+
+    # -- processes -------------------------------------------------------------------------------
+
+    def start_worker(self, name: str | None = None, *, clock_offset_s: float | None = None) -> str:
+        if name is None:
+            self._workers += 1
+            name = f"w{self._workers}"
+        if clock_offset_s is None:
+            self.launcher.start_worker(name)
+        else:
+            self.nemesis.inject("clock", name, offset_s=clock_offset_s)
+        return name
+
+    @property
+    def has_reconciler(self) -> bool:
+        return self.launcher.target.reconciler is not None
+
+    # -- gates and observations ------------------------------------------------------------------
+
+    def arm(self, spec: str, *, job: str | None = None, worker: str | None = None, nth: int = 1) -> Gate:
+        return self.sink.arm(spec, job=job, worker=worker, nth=nth)
+
+    def wait(self, gate: Gate, timeout: float = GATE_TIMEOUT_S) -> HeldProbe:
+        return HeldProbe.from_probe(_armed(gate).wait(timeout))
+
+    def release(self, gate: Gate) -> None:
+        self.sink.release(_armed(gate))
+
+    def wait_for(self, predicate: Callable[[Event], bool], timeout: float, what: str) -> Event:
+        event = self.ledger.wait_for(predicate, timeout)
+        if event is None:
+            raise NotExercised(f"{what} did not happen within {timeout:.1f}s")
+        return event
+
+    def probe_of(self, point: str, job: str, *, worker: str | None = None, not_worker: str | None = None,
+                 token: str | None = None) -> Callable[[Event], bool]:
+        kind = events.PROBE_PREFIX + point
+        return lambda e: (e.kind == kind and e.job == job and (worker is None or e.worker == worker)
+                          and (not_worker is None or e.worker != not_worker)
+                          and (token is None or e.data.get("token") == token))
+
+    def execution_ended(self, job: str, token: Any) -> Callable[[Event], bool]:
+        ends = (events.PROBE_ACK, events.PROBE_ABANDON)
+        return lambda e: e.kind in ends and e.job == job and e.data.get("token") == token
+
+    # -- faults ----------------------------------------------------------------------------------
+
+    def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree") -> list[int]:
+        pids: list[int] = self.nemesis.inject("kill", worker, _armed_or_none(gate), scope=scope)["pids"]
+        return pids
+
+    def kill_held(self, gate: Gate, scope: Scope = "tree") -> HeldProbe:
+        """The ledger then proves the kill landed exactly in the gated window."""
+        held = self.wait(gate)
+        self.kill(held.worker, gate=gate, scope=scope)
+        self.release(gate)
+        return held
+
+    def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
+                   gate: Gate | None = None) -> bool:
+        """The held gate's answer waits for the worker to resume; SIGCONT comes in the nemesis's `finally`."""
+        with self.nemesis.active("stop", worker, _armed_or_none(gate), max_s=max_s) as fault:
+            if gate is not None:
+                self.release(gate)
+            held = self.ledger.wait_for(predicate, max_s) is not None
+            fault.healed["condition_held"] = held
+        return held
+
+    def restart(self, name: str, gate: Gate | None = None) -> int:
+        new_pid: int = self.nemesis.inject("restart", name, _armed_or_none(gate))["new_pid"]
+        return new_pid
+
+    def restart_backend(self, mode: str = "immediate", gate: Gate | None = None) -> None:
+        self.nemesis.inject("backend_restart", events.BACKEND, _armed_or_none(gate), mode=mode)
+
+    # -- the queue's own view --------------------------------------------------------------------
+
+    def wait_drained(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        wanted = set(self.jobs)
+        last_error = ""
+        while True:
+            try:
+                states = {s.job: s.state for s in self.control.snapshot()}
+                if all(states.get(job, "absent") in ("done", "dead", "absent") for job in wanted):
+                    self.ledger.append(events.drained(len(wanted)))
+                    return True
+                last_error = ""
+            except ChaosError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the backend may be restarting; keep polling
+                last_error = repr(exc)
+            if time.monotonic() >= deadline:
+                self.ledger.append(events.drain_timeout(timeout, last_error))
+                return False
+            time.sleep(SNAPSHOT_POLL_S)
+
+    def recovery_deadline(self, margin_s: float = 2.0) -> float:
+        return self.contract.recovery_bound_s + margin_s
+
+    def long_handler_s(self) -> float:
+        """2.5 leases, or, without a lease, 1.5 recovery bounds (which cover a rescuer's age threshold)."""
+        if self.contract.lease_s:
+            return round(2.5 * self.contract.lease_s, 3)
+        return round(1.5 * self.contract.recovery_bound_s, 3)
+
+
+def _armed(gate: Gate) -> ArmedGate:
+    """A gate this run's sink armed (scenarios see gates only through `chaos.scenario.Gate`)."""
+    if not isinstance(gate, ArmedGate):
+        raise HarnessError(f"{gate!r} is not a gate armed by this run's ctx.arm()")
+    return gate
+
+
+def _armed_or_none(gate: Gate | None) -> ArmedGate | None:
+    return None if gate is None else _armed(gate)

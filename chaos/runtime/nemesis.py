@@ -1,0 +1,74 @@
+"""The nemesis: the one driver of every fault kind. Each fault is journaled (`fault`) before it is
+applied, its application recorded with what it touched (`fault.applied`), and a fault that lasts is
+healed in `finally` (`fault.healed`), whatever happens meanwhile, Ctrl-C included.
+
+The kinds themselves live in `chaos.faults`; the nemesis only knows their runtime half's shape.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos import events
+from chaos.errors import ConfigError, HarnessError
+from chaos.faults import KINDS
+from chaos.faults.base import FaultWorld, Params
+from chaos.ledger import Ledger
+from chaos.runtime.gates import Gate
+
+
+@dataclass
+class ActiveFault:
+    """A fault under way: its id, what `fault.applied` recorded, and facts for `fault.healed`."""
+
+    id: str
+    applied: Params
+    healed: Params = field(default_factory=dict)
+
+
+class Nemesis:
+    def __init__(self, ledger: Ledger, world: FaultWorld, capabilities: frozenset[str], backend_name: str) -> None:
+        self.ledger = ledger
+        self.world = world
+        self.capabilities = capabilities
+        self.backend_name = backend_name  # for messages: which provider lacks a capability
+        self._ids = itertools.count(1)
+
+    def inject(self, kind: str, target: str, gate: Gate | None = None, **params: Any) -> Params:
+        """Apply a fault that needs no healing (or heal it at once); returns what `fault.applied` recorded."""
+        with self.active(kind, target, gate, **params) as fault:
+            return fault.applied
+
+    @contextmanager
+    def active(self, kind: str, target: str, gate: Gate | None = None, **params: Any) -> Iterator[ActiveFault]:
+        """Journal, inject, record the application, hand the fault to the caller while it lasts, and heal
+        it in `finally` (a kind with a heal is healed even when its injection failed halfway)."""
+        fault_kind = KINDS.get(kind)
+        if fault_kind is None or fault_kind.inject is None:
+            raise HarnessError(f"fault kind {kind!r} has no runtime half registered in chaos.faults")
+        missing = fault_kind.needs - self.capabilities
+        if missing:
+            raise ConfigError(unavailable(kind, missing, self.backend_name))
+        fault_id = f"f{next(self._ids)}"
+        self.ledger.append(events.fault(fault_id, kind, target, gate.id if gate else None, params))
+        active = ActiveFault(fault_id, {})
+        try:
+            active.applied = fault_kind.inject(self.world, target, params)
+            self.ledger.append(events.fault_applied(fault_id, target, active.applied))
+            if fault_kind.settle is not None:
+                fault_kind.settle(self.world, target, active.applied)
+            yield active
+        finally:
+            if fault_kind.heal is not None:
+                healed = fault_kind.heal(self.world, target, active.applied)
+                self.ledger.append(events.fault_healed(fault_id, target, {**healed, **active.healed}))
+
+
+def unavailable(kind: str, missing: frozenset[str], backend_name: str) -> str:
+    return (f"The {kind} fault needs the backend capability {', '.join(sorted(missing))}, which the "
+            f"{backend_name} backend does not offer (the suite does not control that server). Run with a "
+            "provider that has it (the default, --backend local), or pick a scenario without that fault.")

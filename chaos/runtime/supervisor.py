@@ -1,0 +1,154 @@
+"""Starts and signals the run's processes, and guarantees none outlives the run.
+
+Each process gets its own session (so its group can be signalled as a whole), a log file in the run
+dir, and a recorded identity (pid + create time): a signal is sent only while that identity still
+holds, so a recycled pid is never hit. Exits are reaped into the ledger as they happen.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from chaos import events
+from chaos.errors import ConfigError, HarnessError
+from chaos.faults.base import Scope
+from chaos.ledger import Ledger
+from chaos.procs import die_with_parent, kill_group, wait_dead
+
+
+@dataclass
+class Managed:
+    """A process the supervisor started, with the identity recorded at start."""
+
+    name: str
+    role: str
+    popen: subprocess.Popen[bytes]
+    identity: psutil.Process
+    log: Path
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path | None
+    stopped: bool = False
+    reaper: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+
+class Supervisor:
+    """Owns every process of a run; `close()` leaves none running or stopped."""
+
+    def __init__(self, ledger: Ledger, log_dir: Path) -> None:
+        self.ledger = ledger
+        self.log_dir = log_dir
+        self.processes: dict[str, Managed] = {}
+        self._lock = threading.Lock()
+
+    def start(self, name: str, argv: list[str], env: dict[str, str], role: str = "worker",
+              cwd: Path | None = None) -> Managed:
+        if name in self.processes and self.processes[name].alive:
+            raise HarnessError(f"process {name} is already running")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = self.log_dir / f"{name}.log"
+        try:
+            with open(log, "ab") as out:
+                popen = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=die_with_parent())
+        except FileNotFoundError as exc:
+            raise ConfigError(
+                f"Cannot start {role} {name}: the program {argv[0]!r} was not found. Expected an executable "
+                "on PATH or an absolute path in the target's worker command; install it or fix target.toml."
+            ) from exc
+        identity = psutil.Process(popen.pid)  # unreaped, so it exists even if it already exited
+        managed = Managed(name, role, popen, identity, log, argv, env, cwd)
+        self.ledger.append(events.process_start(name, popen.pid, role, argv, identity.create_time()))
+        managed.reaper = threading.Thread(target=self._reap, args=(managed,), name=f"reap-{name}", daemon=True)
+        with self._lock:
+            self.processes[name] = managed
+        managed.reaper.start()
+        return managed
+
+    def _reap(self, managed: Managed) -> None:
+        code = managed.popen.wait()
+        ended_by = signal.Signals(-code).name if code < 0 else None
+        self.ledger.append(events.process_exit(managed.name, managed.pid, managed.role, code, ended_by))
+
+    def _members(self, managed: Managed, scope: Scope) -> list[psutil.Process]:
+        """The live processes a signal should reach; the root only while its identity still holds."""
+        if not managed.alive or managed.identity.pid != managed.pid:
+            return []
+        members = [managed.identity]
+        if scope == "tree":
+            try:
+                members += managed.identity.children(recursive=True)
+            except psutil.NoSuchProcess:
+                pass
+        return members
+
+    def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree") -> list[int]:
+        """Send `sig` to a process (or its tree); returns the pids that received it."""
+        managed = self.processes[name]
+        hit: list[int] = []
+        for proc in self._members(managed, scope):
+            try:
+                proc.send_signal(sig)  # psutil refuses if the pid was recycled
+                hit.append(proc.pid)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        if sig == signal.SIGSTOP and hit:
+            managed.stopped = True
+        elif sig in (signal.SIGCONT, signal.SIGKILL):
+            managed.stopped = False
+        return hit
+
+    def kill(self, name: str, scope: Scope = "tree") -> list[int]:
+        return self.signal(name, signal.SIGKILL, scope)
+
+    def wait_exit(self, name: str, timeout: float) -> int | None:
+        """Wait until the process is reaped into the ledger; returns its return code."""
+        managed = self.processes[name]
+        assert managed.reaper is not None
+        managed.reaper.join(timeout)
+        return managed.popen.returncode if not managed.reaper.is_alive() else None
+
+    def reap(self, name: str) -> None:
+        """Wait until a killed process's exit is in the ledger; a process SIGKILL cannot end is a harness error."""
+        if self.wait_exit(name, 10.0) is None:
+            raise HarnessError(f"process {name} (pid {self.processes[name].pid}) was sent SIGKILL but was not "
+                               "reaped within 10s")
+
+    def restart(self, name: str) -> tuple[list[int], Managed]:
+        """SIGKILL a process's tree, reap it, and start it again with the same command and name."""
+        old = self.processes[name]
+        pids = self.kill(name)
+        self.reap(name)
+        return pids, self.start(name, old.argv, old.env, old.role, old.cwd)
+
+    def close(self) -> None:
+        """Resume anything stopped, terminate everything, and reap it all: nothing is left behind."""
+        with self._lock:
+            running = [m for m in self.processes.values() if m.alive]
+        for managed in running:
+            if managed.stopped:
+                self.signal(managed.name, signal.SIGCONT)
+            self.signal(managed.name, signal.SIGTERM)
+        for managed in running:
+            if self.wait_exit(managed.name, 3.0) is None:
+                self.kill(managed.name)
+                self.wait_exit(managed.name, 5.0)
+        leftovers = [proc for managed in running for proc in kill_group(managed.pid)]
+        if still := wait_dead(leftovers, 5.0):
+            raise HarnessError(f"processes {[proc.pid for proc in still]} survived SIGKILL at the end of the run")
+

@@ -1,0 +1,34 @@
+"""What fault kinds act on during a run (`chaos.faults.base.FaultWorld`): the supervisor's processes,
+the environment's backend, and the launcher that starts workers."""
+
+from __future__ import annotations
+
+import signal
+
+from chaos.faults.base import Scope
+from chaos.runtime.environment import Environment
+from chaos.runtime.launcher import Launcher
+from chaos.runtime.supervisor import Supervisor
+
+
+class RunWorld:
+    def __init__(self, supervisor: Supervisor, environment: Environment, launcher: Launcher) -> None:
+        self.supervisor = supervisor
+        self.environment = environment
+        self.launcher = launcher
+
+    def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree") -> list[int]:
+        return self.supervisor.signal(name, sig, scope)
+
+    def reap(self, name: str) -> None:
+        self.supervisor.reap(name)
+
+    def restart_process(self, name: str) -> tuple[list[int], int]:
+        pids, managed = self.supervisor.restart(name)
+        return pids, managed.pid
+
+    def restart_backend(self, mode: str) -> None:
+        self.environment.backend.restart(mode)
+
+    def start_worker(self, name: str, extra_env: dict[str, str]) -> int:
+        return self.launcher.start_worker(name, extra_env).pid

@@ -1,0 +1,97 @@
+"""Worker-side PostgreSQL plumbing shared by the reference targets: a connection that survives a
+server restart under it, completing statements retried through transient errors, and the polling
+loop every worker runs. Each target keeps only what differs: its ownership model.
+
+The connection settings are the ones the target's control handed this worker (`CHAOS_POSTGRES_DSN`,
+built from the worker's own endpoint). Python 3.8 syntax, like the rest of `chaos.worker`."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import psycopg
+
+from chaos import events
+from chaos.worker.settings import POLL_S, WorkerSettings, log, retrying
+
+TRANSIENT = (psycopg.OperationalError,)
+SETTLE_TIMEOUT_S = 10.0
+T = TypeVar("T")
+
+
+def dsn() -> str:
+    """This worker's connection settings, as its target's control built them from its endpoint."""
+    return os.environ.get(events.ENV_POSTGRES_DSN, "")
+
+
+class Db:
+    """One connection, reopened after the server restarted under it. `generation` counts sessions, so
+    whatever a session owned (a lock, an open transaction) is known lost once it changes."""
+
+    def __init__(self, cfg: WorkerSettings, autocommit: bool = True) -> None:
+        self.cfg = cfg
+        self.dsn = dsn()
+        self.autocommit = autocommit
+        self.conn: psycopg.Connection[Any] | None = None
+        self.generation = 0
+
+    def connection(self) -> psycopg.Connection[Any]:
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            self.reset()
+            self.conn = psycopg.connect(self.dsn, autocommit=self.autocommit, connect_timeout=3,
+                                        application_name=self.cfg.worker_id)
+            self.generation += 1
+        return self.conn
+
+    def reset(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
+
+    def run(self, sql: str, args: dict[str, Any]) -> tuple[int, list[tuple[Any, ...]]]:
+        """Execute with `worker` bound to this worker's id; returns (rows affected, rows returned)."""
+        try:
+            cursor = self.connection().execute(sql, dict(args, worker=self.cfg.worker_id))
+            return cursor.rowcount, cursor.fetchall() if cursor.description else []
+        except TRANSIENT:
+            self.reset()
+            raise
+
+
+def settle(db: Db, sql: str, args: dict[str, Any], stop: threading.Event) -> bool:
+    """Run a completing statement through transient errors; true when it changed exactly one row.
+
+    When the queue stays unreachable the job is left to the queue's own recovery rule: never report
+    a completion that did not commit.
+    """
+    try:
+        rows, _ = retrying(lambda: db.run(sql, args), TRANSIENT, stop, timeout=SETTLE_TIMEOUT_S)
+    except TRANSIENT as exc:
+        log(f"{args.get('job')}: could not reach the queue to settle it ({exc!r}); left to its recovery")
+        return False
+    return rows == 1
+
+
+def serve(stop: threading.Event, claim: Callable[[], T | None], process: Callable[[T], None],
+          on_error: Callable[[], None] | None = None) -> None:
+    """Claim and process jobs until SIGTERM; poll when idle, back off while the server is away."""
+    while not stop.is_set():
+        try:
+            claimed = claim()
+        except TRANSIENT as exc:
+            log(f"claim failed: {exc!r}")
+            if on_error is not None:
+                on_error()
+            stop.wait(0.2)
+            continue
+        if claimed is None:
+            stop.wait(POLL_S)
+            continue
+        process(claimed)
+    log("stopping")
+
+
+__all__ = ["TRANSIENT", "Db", "dsn", "serve", "settle"]

@@ -1,0 +1,98 @@
+"""Helpers for workers: their settings from the environment, a SIGTERM-aware stop flag, and the
+workload's handler (a chosen duration, or a poison job that always fails). Standard library only,
+Python 3.8 syntax: workers run in the queue's own virtualenv."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from chaos import events
+
+T = TypeVar("T")
+POLL_S = 0.05
+
+
+class JobFailed(Exception):
+    """The handler failed (a poison job); the queue's retry or dead-letter rule takes over."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What the suite tells every worker: its name, the target's parameters and the contract."""
+
+    worker_id: str
+    params: dict[str, str]
+    contract: dict[str, Any]
+
+    def param(self, key: str) -> str:
+        return self.params[key]
+
+    @property
+    def lease_s(self) -> float:
+        return float(self.contract.get("lease_s") or 0.0)
+
+    @property
+    def heartbeat_s(self) -> float:
+        return float(self.contract.get("heartbeat_s") or 0.0)
+
+
+def settings() -> WorkerSettings:
+    return WorkerSettings(
+        os.environ.get(events.ENV_WORKER_ID, f"pid{os.getpid()}"),
+        json.loads(os.environ.get(events.ENV_TARGET_PARAMS, "{}")),
+        json.loads(os.environ.get(events.ENV_CONTRACT, "{}")),
+    )
+
+
+def stop_flag() -> threading.Event:
+    """An event set by SIGTERM, so the worker finishes its loop instead of dying mid-statement."""
+    stop = threading.Event()
+
+    def on_term(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_term)
+    return stop
+
+
+def run_handler(payload: dict[str, Any], cancel: threading.Event | None = None) -> bool:
+    """Do the job's work: sleep its handler time (waking early when cancelled). False when cancelled."""
+    duration = float(payload.get("handler_s") or 0.0)
+    if duration > 0:
+        if cancel is not None:
+            if cancel.wait(duration):
+                return False
+        else:
+            time.sleep(duration)
+    if payload.get("fail"):
+        raise JobFailed("poison job: its handler fails every time")
+    return not (cancel is not None and cancel.is_set())
+
+
+def retrying(action: Callable[[], T], transient: tuple[type[BaseException], ...], stop: threading.Event,
+             on_retry: Callable[[BaseException], None] | None = None, timeout: float = 60.0) -> T:
+    """Retry an action through transient errors (a backend restart) until it succeeds or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return action()
+        except transient as exc:
+            if time.monotonic() > deadline or stop.is_set():
+                raise
+            log(f"transient error, retrying: {exc!r}")
+            if on_retry is not None:
+                on_retry(exc)
+            time.sleep(0.1)
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {os.environ.get(events.ENV_WORKER_ID, '?')}: {message}", file=sys.stderr,
+          flush=True)
