@@ -15,10 +15,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.integration.matrix import MATRIX  # noqa: E402
-from tests.integration.runner import run_processes  # noqa: E402
-
-EXPECTED_EXIT = {"pass": 0, "fail": 1}
+from chaos.known_answers import load  # noqa: E402
+from chaos.leftovers import run_processes  # noqa: E402
 
 
 def main() -> None:
@@ -28,21 +26,18 @@ def main() -> None:
     args = parser.parse_args()
     runs_dir = Path(tempfile.mkdtemp(prefix="queue-chaos-repeat-"))
     unstable = 0
-    for cell in [c for c in MATRIX if args.only in c.id]:
+    for cell in [c for c in load() if args.only in c.id]:
         codes: collections.Counter[int] = collections.Counter()
         times = []
         for seed in range(1, args.runs + 1):
             began = time.monotonic()
-            argv = [sys.executable, "-m", "chaos", "run", "--target", cell.target, "--scenario", cell.scenario,
-                    "--seed", str(seed), "--runs-dir", str(runs_dir)]
-            for param in cell.params:
-                argv += ["-p", param]
-            done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
+            done = subprocess.run([sys.executable, "-m", "chaos", *cell.argv(seed, runs_dir)], cwd=REPO,
+                                  capture_output=True, text=True, check=False)
             codes[done.returncode] += 1
             times.append(time.monotonic() - began)
-            if done.returncode != EXPECTED_EXIT[cell.verdict]:
+            if done.returncode != cell.exit_code:
                 print(f"--- {cell.id} seed {seed}: exit {done.returncode}\n{done.stdout}{done.stderr}", flush=True)
-        stable = set(codes) == {EXPECTED_EXIT[cell.verdict]}
+        stable = set(codes) == {cell.exit_code}
         unstable += not stable
         print(f"{'ok ' if stable else 'BAD'} {cell.id:<62} exit codes {dict(codes)}  s/run min {min(times):.1f} "
               f"median {sorted(times)[len(times) // 2]:.1f} max {max(times):.1f}", flush=True)

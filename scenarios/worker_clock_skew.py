@@ -21,7 +21,7 @@ def run(ctx: Context) -> None:
     owner = ctx.start_worker()
     ctx.wait_for(ctx.probe_of("claim", long_job, worker=owner), 10.0, "the healthy worker's claim")
     if ctx.contract.heartbeat_s:
-        ctx.wait_for(lambda e: e.kind == "probe.heartbeat" and e.job == long_job and e.data.get("ok"), 10.0,
+        ctx.wait_for(lambda e: e.kind == "probe.heartbeat" and e.job == long_job and e.data.get("ok") is True, 10.0,
                      "the healthy worker's first lease extension")
     ctx.start_worker(clock_offset_s=SKEW_S)
     ctx.enqueue(SHORT_JOBS)

@@ -1,4 +1,8 @@
-"""Shared fixtures: a real ledger and sink, and a check that no test leaves a process behind."""
+"""Shared fixtures: a real ledger and sink, and a check that no test leaves a process behind.
+
+Every test is marked by where it lives: `unit` (tests/unit: pure, no process, no server; `pytest -m unit`
+runs them alone in seconds) or `integration` (everything else: real servers, processes, sockets, tools).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,18 @@ import pytest
 
 from chaos.ledger import Ledger
 from chaos.runtime.sink import Sink
+
+UNIT_DIR = Path(__file__).parent / "unit"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "unit: pure tests of one module or the checker (no process, no server)")
+    config.addinivalue_line("markers", "integration: real servers, worker processes, sockets or tools")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.unit if item.path.is_relative_to(UNIT_DIR) else pytest.mark.integration)
 
 
 @pytest.fixture

@@ -24,6 +24,11 @@ def test_the_library_is_strictly_typed() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_scenarios_and_tests_are_strictly_typed() -> None:
+    result = run("mypy", "--strict", "scenarios", "tests")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("target", sorted({p.parent.name for p in TARGET_WORKERS}))
 def test_each_reference_target_is_strictly_typed(target: str) -> None:
     # Targets are separate folders with modules of the same names, so each is checked on its own.

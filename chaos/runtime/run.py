@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
+import time
 import traceback
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 from chaos import events
 from chaos.backends.base import BackendSettings
@@ -35,6 +37,9 @@ from chaos.runtime.supervisor import Supervisor
 from chaos.runtime.world import RunWorld
 from chaos.scenario import Scenario
 from chaos.target import Control, Target
+
+SNAPSHOT_RETRY_S = 10.0
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,21 @@ def check_capabilities(scenario: Scenario, chosen: Provider) -> None:
         if missing:
             raise ConfigError(f"Scenario {scenario.name} cannot run here: "
                               + unavailable(kind, missing, f"{chosen.kind} {chosen.name}"))
+
+
+def _settled(read: Callable[[], T], within_s: float) -> T:
+    """The queue's final view, read again through transient errors for a while: a backend restarted at
+    the end of a scenario drops the control's connection, and its first use after that fails once."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            return read()
+        except ChaosError:
+            raise
+        except Exception:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 class Run:
@@ -157,7 +177,7 @@ class Run:
         return verdict
 
     def _snapshot(self, control: Control) -> None:
-        states = control.snapshot()
+        states = _settled(control.snapshot, SNAPSHOT_RETRY_S)
         for state in states:
             self.ledger.append(events.snapshot(state.job, state.state, state.owner, state.attempts, state.detail))
         self.ledger.append(events.snapshot_taken(len(states)))

@@ -11,7 +11,8 @@ import pytest
 
 from chaos import events
 from chaos.ledger import Ledger
-from tests.integration.runner import chaos, processes_mentioning, run_processes
+from chaos.leftovers import processes_mentioning, run_processes
+from tests.integration.runner import chaos
 
 
 def assert_usage_error(result, *phrases: str) -> None:  # type: ignore[no-untyped-def]
@@ -112,3 +113,20 @@ def test_a_scenario_that_raises_is_a_harness_error_with_its_traceback_and_no_lef
     assert "raised ValueError: my scenario is wrong" in result.stderr
     assert "broken.py" in result.stderr and "Traceback" in result.stderr, "the user's own traceback is shown"
     assert result.run_dir is not None and not run_processes(result.run_dir)
+
+
+def test_a_fault_the_backend_cannot_take_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    # The URL names no server at all: a run that started anything would fail on it, not on the capability.
+    result = chaos("run", "--target", "pg_lease", "--scenario", "restart_backend_during_recovery", "--backend",
+                   "external", "--backend-url", "postgresql://nobody@127.0.0.1:1/x", "--runs-dir", str(tmp_path))
+    assert_usage_error(result, "restart_backend_during_recovery cannot run here", "backend_restart",
+                       "capability restart", "postgres external")
+    assert not list(tmp_path.iterdir()), "no run dir for a run refused before it started"
+
+
+def test_a_scenario_naming_an_unknown_fault_kind_is_refused(tmp_path: Path) -> None:
+    scenario = tmp_path / "typo.py"
+    scenario.write_text('"""Declares a fault kind that does not exist."""\n\nFAULTS = ("kil",)\n\n\n'
+                        "def run(ctx):\n    ctx.enqueue(1)\n")
+    result = chaos("run", "--target", "pg_lease", "--scenario", str(scenario), "--runs-dir", str(tmp_path / "runs"))
+    assert_usage_error(result, "FAULTS names 'kil', which is not a fault kind", "kill")

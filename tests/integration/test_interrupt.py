@@ -10,7 +10,8 @@ from pathlib import Path
 
 from chaos.errors import ChaosError
 from chaos.ledger import read_events
-from tests.integration.runner import REPO, run_processes
+from chaos.leftovers import run_processes
+from tests.integration.runner import REPO
 
 
 def wait_for_event(run_dir_parent: Path, kind: str, timeout: float = 60) -> Path:

@@ -1,4 +1,5 @@
-"""Known answers on real PostgreSQL: a correct target passes, a broken one fails with the right violation."""
+"""Known answers on real PostgreSQL beyond the matrix's seed: a correct target passes with another seed,
+a broken one fails with the right violation, and the ledger shows the exact window the kill hit."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.runner import chaos, run_processes
+from chaos.leftovers import run_processes
+from tests.integration.runner import chaos
 
 SCENARIO = "kill_after_effect_before_ack"
 
@@ -15,10 +17,9 @@ SCENARIO = "kill_after_effect_before_ack"
 CORRECT_TARGETS = {"pg_lease": None, "pg_txlock": 1.0, "pg_advisory": 1.0, "pg_lifeline": None}
 
 
-@pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("target", sorted(CORRECT_TARGETS))
-def test_correct_targets_redeliver_the_killed_job_within_their_bound(tmp_path: Path, target: str,
-                                                                      seed: int) -> None:
+def test_correct_targets_redeliver_the_killed_job_within_their_bound(tmp_path: Path, target: str) -> None:
+    seed = 2  # seed 1 is the matrix's (targets/known_answers.toml)
     result = chaos("run", "--target", target, "--scenario", SCENARIO, "--seed", str(seed),
                    "--runs-dir", str(tmp_path))
     assert result.code == 0, result.stdout + result.stderr
@@ -36,7 +37,7 @@ def test_correct_targets_redeliver_the_killed_job_within_their_bound(tmp_path: P
     if fast is not None:
         assert recovery < fast
     assert "PASS" in result.stdout and f"--seed {seed}" in result.stdout
-    assert not run_processes(result.run_dir)
+    assert not run_processes(result.dir)
 
 
 def test_pg_lease_second_effect_is_by_another_worker_within_the_bound(tmp_path: Path) -> None:
@@ -52,23 +53,6 @@ def test_pg_lease_second_effect_is_by_another_worker_within_the_bound(tmp_path: 
     assert len(effects) == 2 and effects[0].worker != effects[1].worker
     assert effects[0].seq < kill.seq < effects[1].seq
     assert effects[1].mono - kill.mono <= result.verdict["contract"]["recovery_bound_s"]
-
-
-def test_pg_naive_leaves_the_killed_job_stuck(tmp_path: Path) -> None:
-    result = chaos("run", "--target", "pg_naive", "--scenario", SCENARIO, "--seed", "1", "--runs-dir", str(tmp_path))
-    assert result.code == 1, result.stdout + result.stderr
-    verdict = result.verdict
-    assert verdict["verdict"] == "fail"
-    (violation,) = verdict["violations"]
-    assert violation["kind"] == "stuck"
-    kinds = [e["kind"] for e in violation["witness"]]
-    # The witness shows why: effect, then the kill of its owner, then no other claim, then 'claimed' at the end.
-    assert kinds.index("probe.effect") < kinds.index("fault.applied") < kinds.index("snapshot")
-    assert kinds.count("probe.claim") == 1
-    assert violation["witness"][-1]["data"]["state"] == "claimed"
-    assert verdict["faults"][0]["exercised"]
-    assert "violation stuck" in result.stdout
-    assert not run_processes(result.run_dir)
 
 
 def test_report_recomputes_the_verdict_from_the_ledger_alone(tmp_path: Path) -> None:
@@ -95,4 +79,4 @@ def test_a_gate_that_never_matches_makes_the_run_inconclusive_not_pass(tmp_path:
     assert result.code == 4, result.stdout + result.stderr
     assert result.verdict["verdict"] == "inconclusive" and result.verdict["counts"]["completed"] == 2
     assert "never matched" in result.stdout
-    assert not run_processes(result.run_dir)
+    assert not run_processes(result.dir)

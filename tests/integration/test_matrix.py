@@ -1,6 +1,7 @@
-"""Every cell of the known-answer matrix, through the real CLI against real PostgreSQL: the expected
-verdict and exit code, the violation it must name, every fault exercised, nothing lost where the
-scenario promises it, and no process of the run left running or stopped."""
+"""Every cell of the known-answer matrix (targets/known_answers.toml), through the real CLI against real
+PostgreSQL: the expected verdict and exit code, the violation it must name (with its witness), every
+fault exercised, the exact job counts and recovery times where the cell states them, nothing lost where
+the scenario promises it, and no process of the run left running or stopped."""
 
 from __future__ import annotations
 
@@ -9,19 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.matrix import MATRIX, Cell
-from tests.integration.runner import REPO, chaos, run_processes
+from chaos.known_answers import Cell, load
+from chaos.leftovers import run_processes
+from tests.integration.runner import REPO, chaos
 
-EXIT = {"pass": 0, "fail": 1}
+MATRIX = load()
+
+
+def in_order(kinds: list[str], expected: tuple[str, ...]) -> bool:
+    """Whether `expected` occurs in `kinds` as a subsequence."""
+    remaining = iter(kinds)
+    return all(kind in remaining for kind in expected)
 
 
 @pytest.mark.parametrize("cell", MATRIX, ids=[cell.id for cell in MATRIX])
 def test_cell(cell: Cell, tmp_path: Path) -> None:
-    args = ["run", "--target", cell.target, "--scenario", cell.scenario, "--seed", "1", "--runs-dir", str(tmp_path)]
-    for param in cell.params:
-        args += ["-p", param]
-    result = chaos(*args)
-    assert result.code == EXIT[cell.verdict], result.stdout + result.stderr
+    result = chaos(*cell.argv(1, tmp_path))
+    assert result.code == cell.exit_code, result.stdout + result.stderr
     verdict = result.verdict
     assert verdict["verdict"] == cell.verdict
     assert result.stdout.startswith(cell.verdict.upper())
@@ -30,15 +35,22 @@ def test_cell(cell: Cell, tmp_path: Path) -> None:
         assert not kinds, result.stdout
     else:
         assert cell.violation in kinds, result.stdout
+        named = [v for v in verdict["violations"] if v["kind"] == cell.violation]
+        assert all(v["witness"] for v in named) and f"violation {cell.violation}" in result.stdout
+    for violation in verdict["violations"] if cell.witness_order else []:
+        witness = [entry["kind"] for entry in violation["witness"]]
+        assert in_order(witness, cell.witness_order), witness
     assert all(f["exercised"] for f in verdict["faults"]) or cell.verdict == "fail", verdict["faults"]
     if "restart" in cell.scenario or cell.scenario.startswith("kill"):
         assert verdict["counts"]["lost"] == 0, "every job survives a restart during recovery"
+    assert {name: verdict["counts"][name] for name in cell.counts} == cell.counts
     if cell.max_recovery_s is not None:
         assert verdict["recovery"]["max_s"] < cell.max_recovery_s
-    assert not run_processes(result.run_dir)
+    assert "--seed 1" in result.stdout
+    assert not run_processes(result.dir)
 
 
-def test_readme_matrix_matches_the_tested_matrix() -> None:
+def test_readme_matrix_matches_the_known_answers() -> None:
     readme = (REPO / "README.md").read_text()
     table = readme[readme.index("## Known answers"):]
     rows = set(re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| (\w+) \| `?([\w-]+)`? \|", table, re.MULTILINE))

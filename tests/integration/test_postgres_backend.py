@@ -126,7 +126,7 @@ def test_data_survives_restart_same_port_new_pid(local: LocalPostgres, events: E
 @needs_server
 def test_restart_rejects_unknown_mode(local: LocalPostgres) -> None:
     with pytest.raises(ConfigError, match="immediate"):
-        local.restart("graceful")  # type: ignore[arg-type]
+        local.restart("graceful")
 
 
 @needs_server
@@ -280,7 +280,7 @@ def test_external_url_from_environment(local: LocalPostgres, monkeypatch: pytest
     monkeypatch.setenv("CHAOS_POSTGRES_URL", local.dsn)
     with (
         open_postgres("external", None, "env") as external,
-        psycopg.connect(external.dsn) as conn,
+        psycopg.connect(external.endpoint.url) as conn,
     ):
         assert conn.execute("show search_path").fetchone() == ("chaos_env",)
 

@@ -22,6 +22,17 @@ def in_thread(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:
     return thread, result
 
 
+def answered(sink: Sink, fn: Any, *args: Any, timeout: float = 5.0) -> Any:
+    """Send a probe that no armed gate may hold, and fail (releasing every gate) instead of hanging if
+    one does: the probe client waits for its answer as long as a gate holds it."""
+    thread, result = in_thread(fn, *args)
+    thread.join(timeout)
+    if thread.is_alive():
+        sink.gates.release_all()
+        pytest.fail(f"{fn.__name__}{args} was held by a gate whose filters should have let it pass")
+    return result[0]
+
+
 def kinds(ledger: Ledger) -> list[str]:
     return [e.kind for e in ledger.events()]
 
@@ -52,7 +63,7 @@ def test_malformed_probe_is_refused_with_what_was_expected(sink: Sink) -> None:
 
 def test_after_gate_holds_the_committed_probe_until_released(sink: Sink, ledger: Ledger) -> None:
     gate = sink.arm("after:effect", job="job-2")
-    probe.effect("job-1", "t")  # other jobs pass straight through
+    answered(sink, probe.effect, "job-1", "t")  # other jobs pass straight through
     thread, result = in_thread(probe.effect, "job-2", "t")
     held = gate.wait(5)
     assert held["job"] == "job-2" and held["point"] == "effect"
@@ -77,19 +88,19 @@ def test_before_gate_holds_the_probe_uncommitted(sink: Sink, ledger: Ledger) -> 
 
 def test_nth_match_holds_only_the_nth_probe(sink: Sink) -> None:
     gate = sink.arm("before:claim", job="job-1", nth=2)
-    probe.claim("job-1", "first")  # the first claim passes
+    answered(sink, probe.claim, "job-1", "first")  # the first claim passes
     assert not gate.matched
     thread, _ = in_thread(probe.claim, "job-1", "second")
     assert gate.wait(5)["token"] == "second"
     sink.release(gate)
     thread.join(5)
-    probe.claim("job-1", "third")  # a matched gate is spent: later probes pass
+    answered(sink, probe.claim, "job-1", "third")  # a matched gate is spent: later probes pass
     assert gate.seen == 2
 
 
-def test_worker_filter(sink: Sink, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_worker_filter(sink: Sink) -> None:
     gate = sink.arm("after:claim", worker="w-other")
-    probe.claim("job-1", "t")
+    answered(sink, probe.claim, "job-1", "t")
     assert not gate.matched
 
 

@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -42,7 +43,7 @@ def status_becomes(processes: list[psutil.Process], status: str, timeout: float 
 
 
 @pytest.fixture
-def sup(ledger: Ledger, tmp_path: Path) -> Supervisor:
+def sup(ledger: Ledger, tmp_path: Path) -> Iterator[Supervisor]:
     supervisor = Supervisor(ledger, tmp_path / "logs")
     yield supervisor
     supervisor.close()

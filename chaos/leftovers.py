@@ -1,0 +1,45 @@
+"""Which processes of a finished run are still alive: the check behind "nothing outlives a run", used
+by the tests and the repeat benchmark on any run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+
+from chaos import events
+from chaos.ledger import read_events
+
+
+def run_processes(run_dir: Path) -> list[psutil.Process]:
+    """Every process the run's ledger says it started (workers, reconcilers, the backend) still alive
+    or stopped, plus any process whose command line or working directory mentions the run dir."""
+    pids: set[int] = set()
+    for event in read_events(run_dir / "ledger.sqlite"):
+        if event.kind in (events.PROCESS_START, events.BACKEND_START) and event.data.get("pid"):
+            pids.add(int(event.data["pid"]))
+        elif event.kind == events.BACKEND_RESTART and event.data.get("new_pid"):
+            pids.add(int(event.data["new_pid"]))
+    alive = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return alive + processes_mentioning(str(run_dir))
+
+
+def processes_mentioning(text: str) -> list[psutil.Process]:
+    """Live processes whose command line or working directory mentions `text` (a run dir)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "cwd", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if text in " ".join(proc.info["cmdline"] or []) or text in (proc.info["cwd"] or ""):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
