@@ -1,4 +1,4 @@
-"""Sink throughput: committed probes per second through a real `chaos.sink.Sink`.
+"""Sink throughput: committed probes per second through a real `chaos.runtime.sink.Sink`.
 
 What it measures: a real sink (HTTP on 127.0.0.1) backed by a real `chaos.ledger.Ledger` (SQLite, WAL)
 in a temporary directory, driven by 1 and by 8 worker *processes* (multiprocessing, spawn) that use the

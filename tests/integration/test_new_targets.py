@@ -1,7 +1,7 @@
 """The owner-scoped and reconciled reference targets on real PostgreSQL: pg_txlock (row lock held for the
 whole job), pg_advisory (session advisory lock, as Que) and pg_lifeline (age-based rescuer, as Oban).
 
-Known answers (their CLI runs of kill_after_effect_before_ack are in test_known_answers.py): the
+Known answers (their CLI runs of kill_after_effect_before_ack are matrix cells, targets/known_answers.toml): the
 lock-based ones release a killed owner's job as soon as its session ends (well under a second), the
 rescuer only once the job is older than its rescue age; a poison job is dead-lettered after exactly
 max_attempts attempts.
