@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from chaos import events  # noqa: E402
 from chaos.ledger import Ledger, read_events  # noqa: E402
 from chaos.runtime.sink import Sink  # noqa: E402
 
@@ -81,7 +82,7 @@ def worker_main(env: dict[str, str], probes: int, barrier: Barrier, done: Any) -
     probe._connection().connect()  # open the keep-alive connection before the clock starts
     barrier.wait()
     cpu = time.process_time()
-    send_probes(env["CHAOS_WORKER_ID"], probes)
+    send_probes(env[events.ENV_WORKER_ID], probes)
     done.put(time.process_time() - cpu)
 
 
@@ -91,7 +92,7 @@ def start_workers(sink: Sink, workers: int, probes: int) -> tuple[list[Any], Bar
     done = ctx.Queue()
     procs = []
     for n in range(workers):
-        env = {"CHAOS_SINK_URL": sink.url, "CHAOS_RUN_TOKEN": sink.token, "CHAOS_WORKER_ID": f"w{n + 1}"}
+        env = {events.ENV_SINK_URL: sink.url, events.ENV_RUN_TOKEN: sink.token, events.ENV_WORKER_ID: f"w{n + 1}"}
         proc = ctx.Process(target=worker_main, args=(env, probes, barrier, done), daemon=True)
         proc.start()
         procs.append(proc)

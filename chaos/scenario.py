@@ -1,6 +1,7 @@
 """Scenarios: one Python file each, with a docstring naming the seed risk it probes, a `run(ctx)` that
-drives the run through the `Context` below, and optionally `FAULTS`, the fault kinds it injects, so a
-run whose backend cannot take one of them is refused before anything starts.
+drives the run through the `Context` below, and `FAULTS`, the fault kinds it injects: a run whose
+backend cannot take one of them is refused before anything starts, and a fault it did not declare is
+refused when injected.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class Scenario:
     path: Path
     doc: str
     run: Callable[[Context], None]
-    faults: tuple[str, ...] = ()  # the fault kinds it injects, when it says so
+    faults: tuple[str, ...] = ()  # the fault kinds it may inject
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -137,10 +138,10 @@ def load_scenario(path: Path) -> Scenario:
     run = getattr(module, "run", None)
     if not callable(run):
         raise ConfigError(f"Scenario {path} defines no run(ctx) function; a scenario needs one.")
-    faults = getattr(module, "FAULTS", ())
+    faults = getattr(module, "FAULTS", None)
     if not isinstance(faults, (tuple, list)) or not all(isinstance(kind, str) for kind in faults):
-        raise ConfigError(f"Scenario {path}: FAULTS = {faults!r}; expected a tuple of fault kind names, e.g. "
-                          "FAULTS = (\"kill\", \"backend_restart\").")
+        raise ConfigError(f"Scenario {path}: FAULTS = {faults!r}; expected a module-level tuple of the fault kinds "
+                          "it injects, e.g. FAULTS = (\"kill\", \"backend_restart\"), or FAULTS = () for none.")
     return Scenario(path.stem, path.resolve(), (module.__doc__ or "").strip(), run, tuple(faults))
 
 

@@ -1,7 +1,8 @@
 """Shared fixtures: a real ledger and sink, and a check that no test leaves a process behind.
 
-Every test is marked by where it lives: `unit` (tests/unit: pure, no process, no server; `pytest -m unit`
-runs them alone in seconds) or `integration` (everything else: real servers, processes, sockets, tools).
+Every test is marked by where it lives: `unit` (tests/unit: pure and fast, no server and no worker, at
+most a fresh interpreter to see what an import loads; `pytest -m unit` runs them alone in seconds) or
+`integration` (everything else: real servers, processes, sockets, tools).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ UNIT_DIR = Path(__file__).parent / "unit"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "unit: pure tests of one module or the checker (no process, no server)")
+    config.addinivalue_line("markers", "unit: pure, fast tests of the checker and the code's structure (no server)")
     config.addinivalue_line("markers", "integration: real servers, worker processes, sockets or tools")
 
 

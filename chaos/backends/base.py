@@ -19,7 +19,8 @@ KILL = "kill"
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where a client reaches the backend: its address, and the complete URL a client there uses."""
+    """Where a client reaches the backend: an address, and the complete connection string a client at
+    that address uses (a URL, or for PostgreSQL a libpq conninfo), with database, user and the like."""
 
     host: str
     port: int
@@ -47,22 +48,32 @@ class Backend(Protocol):
     @classmethod
     def open(cls, settings: BackendSettings) -> Self:
         """Build the backend from the run's settings and start it."""
+        raise NotImplementedError
 
     @property
     def endpoint(self) -> Endpoint:
         """Where the server listens (the run's workers get their own endpoints from the environment)."""
+        raise NotImplementedError
+
+    def endpoint_at(self, host: str, port: int) -> Endpoint:
+        """The same server reached at another address (a proxy in front of it)."""
+        raise NotImplementedError
 
     def start(self) -> Self:
         """Make the server usable; a second call does nothing."""
+        raise NotImplementedError
 
     def restart(self, mode: str = "immediate") -> None:
         """Stop the server and start it again on the same data and address (capability RESTART)."""
+        raise NotImplementedError
 
     def kill(self) -> None:
         """SIGKILL the whole server, leaving it down until restart() (capability KILL)."""
+        raise NotImplementedError
 
     def close(self) -> None:
         """Stop and clean up everything the backend created; safe to call twice."""
+        raise NotImplementedError
 
     def __enter__(self) -> Self:
         return self.start()

@@ -1,2 +1,3 @@
-"""The checker: a pure function of the ledger and the contract (`judge`, `check`). It never imports
-runtime code: fault kinds contribute only their pure half (`chaos.faults`)."""
+"""The checker: a pure function of the ledger and the contract (`chaos.check.checker.judge`). It never
+imports runtime or process code; of each fault kind (`chaos.faults`) it uses only the pure half, its
+effect on ownership and its proof (the module's inject code is loaded with it but never runs)."""

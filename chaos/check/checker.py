@@ -1,6 +1,6 @@
 """The checker: a pure function of the ledger and the contract, as Jepsen's checkers are of the history.
 
-It never imports fault or process code, and it never crashes into a pass: `judge` turns any exception
+It never imports runtime or process code, and it never crashes into a pass: `judge` turns any exception
 raised while checking into an `error` verdict carrying the traceback. The work is split in three:
 `chaos.check.scan` builds the run's history in one pass, `chaos.check.judgement` judges each job against
 the contract, and `chaos.check.fault_reports` says which faults landed (by each kind's own proof, in

@@ -64,6 +64,8 @@ class FaultKind:
     watch_probe: Callable[[FaultHistory, Event], None] | None = None
     # -- the runtime half ---------------------------------------------------------------------------
     needs: frozenset[str] = frozenset()  # backend capabilities (chaos.backends.base) it requires
+    # Raises ConfigError when this machine cannot inject it (a missing library); run before anything starts.
+    preflight: Callable[[], None] | None = None
     # Applies the fault; returns what it touched, for `fault.applied`.
     inject: Callable[[FaultWorld, str, Params], Params] | None = None
     # Runs once `fault.applied` is in the ledger (a kill then waits for the reaped exit).

@@ -58,4 +58,9 @@ def inject(world: FaultWorld, target: str, params: Params) -> Params:
     return {"pids": [world.start_worker(target, faketime_env(offset))], "offset_s": offset}
 
 
-KIND = FaultKind("clock", excuses="always", prove=prove, watch_probe=watch_probe, inject=inject)
+def preflight() -> None:
+    faketime_env(0.0)
+
+
+KIND = FaultKind("clock", excuses="always", prove=prove, watch_probe=watch_probe, inject=inject,
+                 preflight=preflight)

@@ -13,6 +13,7 @@ from chaos import events
 from chaos.contract import Contract
 from chaos.errors import ChaosError, HarnessError, NotExercised
 from chaos.events import Event
+from chaos.faults import backend_restart, clock, kill, restart, stop
 from chaos.faults.base import Scope
 from chaos.ledger import Ledger
 from chaos.runtime.gates import Gate as ArmedGate
@@ -61,7 +62,7 @@ class ScenarioContext:
         if clock_offset_s is None:
             self.launcher.start_worker(name)
         else:
-            self.nemesis.inject("clock", name, offset_s=clock_offset_s)
+            self.nemesis.inject(clock.KIND.name, name, offset_s=clock_offset_s)
         return name
 
     @property
@@ -99,7 +100,7 @@ class ScenarioContext:
     # -- faults ----------------------------------------------------------------------------------
 
     def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree") -> list[int]:
-        pids: list[int] = self.nemesis.inject("kill", worker, _armed_or_none(gate), scope=scope)["pids"]
+        pids: list[int] = self.nemesis.inject(kill.KIND.name, worker, _armed_or_none(gate), scope=scope)["pids"]
         return pids
 
     def kill_held(self, gate: Gate, scope: Scope = "tree") -> HeldProbe:
@@ -112,7 +113,7 @@ class ScenarioContext:
     def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
                    gate: Gate | None = None) -> bool:
         """The held gate's answer waits for the worker to resume; SIGCONT comes in the nemesis's `finally`."""
-        with self.nemesis.active("stop", worker, _armed_or_none(gate), max_s=max_s) as fault:
+        with self.nemesis.active(stop.KIND.name, worker, _armed_or_none(gate), max_s=max_s) as fault:
             if gate is not None:
                 self.release(gate)
             held = self.ledger.wait_for(predicate, max_s) is not None
@@ -120,11 +121,11 @@ class ScenarioContext:
         return held
 
     def restart(self, name: str, gate: Gate | None = None) -> int:
-        new_pid: int = self.nemesis.inject("restart", name, _armed_or_none(gate))["new_pid"]
+        new_pid: int = self.nemesis.inject(restart.KIND.name, name, _armed_or_none(gate))["new_pid"]
         return new_pid
 
     def restart_backend(self, mode: str = "immediate", gate: Gate | None = None) -> None:
-        self.nemesis.inject("backend_restart", events.BACKEND, _armed_or_none(gate), mode=mode)
+        self.nemesis.inject(backend_restart.KIND.name, events.BACKEND, _armed_or_none(gate), mode=mode)
 
     # -- the queue's own view --------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from chaos.faults import KINDS
 from chaos.faults.base import FaultWorld, Params
 from chaos.ledger import Ledger
 from chaos.runtime.gates import Gate
+from chaos.scenario import Scenario
 
 
 @dataclass
@@ -31,11 +32,12 @@ class ActiveFault:
 
 
 class Nemesis:
-    def __init__(self, ledger: Ledger, world: FaultWorld, capabilities: frozenset[str], backend_name: str) -> None:
+    """Injects the faults `scenario` declared (the run checked before it started that it can) and no other."""
+
+    def __init__(self, ledger: Ledger, world: FaultWorld, scenario: Scenario) -> None:
         self.ledger = ledger
         self.world = world
-        self.capabilities = capabilities
-        self.backend_name = backend_name  # for messages: which provider lacks a capability
+        self.scenario = scenario
         self._ids = itertools.count(1)
 
     def inject(self, kind: str, target: str, gate: Gate | None = None, **params: Any) -> Params:
@@ -47,12 +49,13 @@ class Nemesis:
     def active(self, kind: str, target: str, gate: Gate | None = None, **params: Any) -> Iterator[ActiveFault]:
         """Journal, inject, record the application, hand the fault to the caller while it lasts, and heal
         it in `finally` (a kind with a heal is healed even when its injection failed halfway)."""
+        if kind not in self.scenario.faults:
+            raise ConfigError(f"Scenario {self.scenario.path} injected a {kind} fault, but its FAULTS "
+                              f"{self.scenario.faults!r} does not declare it: add {kind!r} to FAULTS, so that a "
+                              "run that cannot take it is refused before anything starts.")
         fault_kind = KINDS.get(kind)
         if fault_kind is None or fault_kind.inject is None:
             raise HarnessError(f"fault kind {kind!r} has no runtime half registered in chaos.faults")
-        missing = fault_kind.needs - self.capabilities
-        if missing:
-            raise ConfigError(unavailable(kind, missing, self.backend_name))
         fault_id = f"f{next(self._ids)}"
         self.ledger.append(events.fault(fault_id, kind, target, gate.id if gate else None, params))
         active = ActiveFault(fault_id, {})
@@ -67,8 +70,3 @@ class Nemesis:
                 healed = fault_kind.heal(self.world, target, active.applied)
                 self.ledger.append(events.fault_healed(fault_id, target, {**healed, **active.healed}))
 
-
-def unavailable(kind: str, missing: frozenset[str], backend_name: str) -> str:
-    return (f"The {kind} fault needs the backend capability {', '.join(sorted(missing))}, which the "
-            f"{backend_name} backend does not offer (the suite does not control that server). Run with a "
-            "provider that has it (the default, --backend local), or pick a scenario without that fault.")

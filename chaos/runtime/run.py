@@ -31,7 +31,7 @@ from chaos.reports import write_reports
 from chaos.runtime.context import ScenarioContext
 from chaos.runtime.environment import Environment
 from chaos.runtime.launcher import Launcher
-from chaos.runtime.nemesis import Nemesis, unavailable
+from chaos.runtime.nemesis import Nemesis
 from chaos.runtime.sink import Sink
 from chaos.runtime.supervisor import Supervisor
 from chaos.runtime.world import RunWorld
@@ -75,8 +75,9 @@ def reproduce_command(target: Target, scenario: Scenario, seed: int, options: Ru
     return shlex.join(argv)
 
 
-def check_capabilities(scenario: Scenario, chosen: Provider) -> None:
-    """Refuse, before anything starts, a scenario whose faults need what the backend's provider lacks."""
+def check_faults(scenario: Scenario, chosen: Provider) -> None:
+    """Refuse, before anything starts, a scenario whose faults need what the backend's provider lacks or
+    what this machine cannot do."""
     for kind in scenario.faults:
         if kind not in KINDS:
             raise ConfigError(f"Scenario {scenario.path}: FAULTS names {kind!r}, which is not a fault kind; "
@@ -84,7 +85,16 @@ def check_capabilities(scenario: Scenario, chosen: Provider) -> None:
         missing = KINDS[kind].needs - chosen.capabilities
         if missing:
             raise ConfigError(f"Scenario {scenario.name} cannot run here: "
-                              + unavailable(kind, missing, f"{chosen.kind} {chosen.name}"))
+                              + _unavailable(kind, missing, f"{chosen.kind} {chosen.name}"))
+        preflight = KINDS[kind].preflight
+        if preflight is not None:
+            preflight()
+
+
+def _unavailable(kind: str, missing: frozenset[str], backend_name: str) -> str:
+    return (f"The {kind} fault needs the backend capability {', '.join(sorted(missing))}, which the "
+            f"{backend_name} backend does not offer (the suite does not control that server). Run with a "
+            "provider that has it (the default, --backend local), or pick a scenario without that fault.")
 
 
 def _settled(read: Callable[[], T], within_s: float) -> T:
@@ -110,7 +120,7 @@ class Run:
         self.scenario = scenario
         self.options = options
         self.provider = provider(self.target.backend, options.backend)
-        check_capabilities(scenario, self.provider)
+        check_faults(scenario, self.provider)
         self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         self.dir = options.runs_dir / f"{stamp}-{self.target.name}-{scenario.name}"
@@ -145,8 +155,7 @@ class Run:
                 supervisor = Supervisor(self.ledger, self.dir / "logs")
                 stack.callback(supervisor.close)
                 launcher = Launcher(self.target, control, environment, sink, supervisor, self.dir)
-                nemesis = Nemesis(self.ledger, RunWorld(supervisor, environment, launcher), environment.capabilities,
-                                  f"{self.provider.kind} {self.provider.name}")
+                nemesis = Nemesis(self.ledger, RunWorld(supervisor, environment, launcher), self.scenario)
                 ctx = ScenarioContext(self.ledger, self.target.contract, control, sink, launcher, nemesis, self.seed)
                 launcher.start_reconciler()
                 try:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from chaos import events
+from chaos import ConfigError, RunOptions, events, find_scenario, find_target, run_scenario
+from chaos.faults import clock
 from chaos.ledger import Ledger
 from chaos.leftovers import processes_mentioning, run_processes
 from tests.integration.runner import chaos
@@ -106,7 +107,7 @@ def test_report_on_a_ledger_with_a_damaged_row(tmp_path: Path) -> None:
 
 def test_a_scenario_that_raises_is_a_harness_error_with_its_traceback_and_no_leftovers(tmp_path: Path) -> None:
     scenario = tmp_path / "broken.py"
-    scenario.write_text('"""Starts a worker, then fails."""\n\ndef run(ctx):\n    ctx.start_worker()\n'
+    scenario.write_text('"""Starts a worker, then fails."""\n\nFAULTS = ()\n\n\ndef run(ctx):\n    ctx.start_worker()\n'
                         "    raise ValueError('my scenario is wrong')\n")
     result = chaos("run", "--target", "pg_lease", "--scenario", str(scenario), "--runs-dir", str(tmp_path / "runs"))
     assert result.code == 3, result.stdout + result.stderr
@@ -130,3 +131,27 @@ def test_a_scenario_naming_an_unknown_fault_kind_is_refused(tmp_path: Path) -> N
                         "def run(ctx):\n    ctx.enqueue(1)\n")
     result = chaos("run", "--target", "pg_lease", "--scenario", str(scenario), "--runs-dir", str(tmp_path / "runs"))
     assert_usage_error(result, "FAULTS names 'kil', which is not a fault kind", "kill")
+
+
+def test_a_scenario_without_faults_declared_is_refused(tmp_path: Path) -> None:
+    scenario = tmp_path / "undeclared.py"
+    scenario.write_text('"""Says nothing of its faults."""\n\n\ndef run(ctx):\n    ctx.enqueue(1)\n')
+    result = chaos("run", "--target", "pg_lease", "--scenario", str(scenario), "--runs-dir", str(tmp_path / "runs"))
+    assert_usage_error(result, "FAULTS = None", "FAULTS = ()")
+
+
+def test_a_fault_the_scenario_did_not_declare_is_refused_and_everything_stopped(tmp_path: Path) -> None:
+    scenario = tmp_path / "sneaky.py"
+    scenario.write_text('"""Declares no fault, then kills."""\n\nFAULTS = ()\n\n\n'
+                        "def run(ctx):\n    ctx.kill(ctx.start_worker())\n")
+    result = chaos("run", "--target", "pg_lease", "--scenario", str(scenario), "--runs-dir", str(tmp_path / "runs"))
+    assert_usage_error(result, "injected a kill fault", "add 'kill' to FAULTS")
+    assert result.run_dir is not None and not run_processes(result.run_dir)
+
+
+def test_a_clock_fault_without_libfaketime_is_refused_before_anything_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clock, "FAKETIME_GLOBS", (str(tmp_path / "nowhere" / "libfaketime.so.1"),))
+    with pytest.raises(ConfigError, match="libfaketime"):
+        run_scenario(find_target("pg_lease"), find_scenario("worker_clock_skew"), RunOptions(runs_dir=tmp_path))
+    assert not list(tmp_path.glob("*-pg_lease-*")), "no run dir for a run refused before it started"

@@ -55,7 +55,8 @@ def built(kind: str) -> list[str]:
 
 
 def test_the_builder_journals_every_fault_kind_as_a_real_run_does(tmp_path: Path) -> None:
-    scenario = Scenario("every_fault", Path(__file__), "", every_fault)
+    scenario = Scenario("every_fault", Path(__file__), "", every_fault,
+                        ("kill", "stop", "restart", "backend_restart", "clock"))
     result = run_scenario(find_target("pg_lease"), scenario, RunOptions(seed=1, runs_dir=tmp_path))
     real = sequences(read_events(result.dir / "ledger.sqlite"))
     assert sorted(real) == ["backend_restart", "clock", "kill", "restart", "stop"]

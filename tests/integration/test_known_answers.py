@@ -69,6 +69,7 @@ def test_report_recomputes_the_verdict_from_the_ledger_alone(tmp_path: Path) -> 
 def test_a_gate_that_never_matches_makes_the_run_inconclusive_not_pass(tmp_path: Path) -> None:
     scenario = tmp_path / "aim_at_nothing.py"
     scenario.write_text('"""Arms a gate on a job that does not exist."""\n\n'
+                        "FAULTS = ()\n\n\n"
                         "def run(ctx):\n"
                         "    ctx.enqueue(2)\n"
                         "    gate = ctx.arm('after:effect', job='no-such-job')\n"

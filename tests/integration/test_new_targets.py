@@ -25,7 +25,7 @@ LOCK_RELEASE_S = 0.5  # a dead owner's session ends when its socket closes: mill
 
 def run_inline(target: str, body: Callable[[Any], None], runs_dir: Path) -> tuple[Verdict, list[Event]]:
     """Run an ad-hoc scenario in this process through the real harness; returns the verdict and ledger."""
-    scenario = Scenario(f"inline_{body.__name__}", Path(__file__), body.__doc__ or "", body)
+    scenario = Scenario(f"inline_{body.__name__}", Path(__file__), body.__doc__ or "", body, ("kill",))
     result = run_scenario(find_target(target), scenario, RunOptions(seed=1, runs_dir=runs_dir))
     return result.verdict, read_events(result.dir / "ledger.sqlite")
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import psutil  # type: ignore[import-untyped, unused-ignore]
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 from chaos.backends.base import Backend, BackendSettings
 from chaos.backends.postgres import binaries as pg_binaries
 from chaos.backends.postgres import cluster as pg_cluster
 from chaos.backends.postgres import external as pg_external
 from chaos.backends.postgres import local as pg_local
-from chaos.backends.postgres.base import RestartMode
 from chaos.backends.postgres.local import LocalPostgres
 from chaos.backends.registry import provider
 from chaos.errors import ConfigError, HarnessError
@@ -102,7 +102,7 @@ def test_local_start_accepts_queries(local: LocalPostgres, events: Events) -> No
 
 @needs_server
 @pytest.mark.parametrize("mode", ["immediate", "fast"])
-def test_data_survives_restart_same_port_new_pid(local: LocalPostgres, events: Events, mode: RestartMode) -> None:
+def test_data_survives_restart_same_port_new_pid(local: LocalPostgres, events: Events, mode: str) -> None:
     with psycopg.connect(local.dsn, autocommit=True) as conn:
         conn.execute("create table jobs (id int primary key, body text)")
         # Each insert is its own acknowledged commit; the last one lands just before the crash.
@@ -342,3 +342,20 @@ def test_schema_name_is_a_safe_identifier() -> None:
     assert pg_external.schema_name("2024-05-01T12:00 run#1") == "chaos_2024_05_01t12_00_run_1"
     assert pg_external.schema_name("???") == "chaos_run"
     assert len(pg_external.schema_name("x" * 200)) == 63
+
+
+@needs_server
+def test_an_endpoint_is_the_same_server_at_another_address(local: LocalPostgres) -> None:
+    direct = local.endpoint
+    assert (direct.host, direct.port) == ("127.0.0.1", local.port)
+    with psycopg.connect(direct.url) as conn:
+        assert conn.execute("select current_database()").fetchone() == ("chaos",)
+    moved = conninfo_to_dict(local.endpoint_at("127.0.0.2", 6543).url)
+    assert (moved["host"], moved["port"], moved["dbname"]) == ("127.0.0.2", "6543", "chaos")
+    external = open_postgres("external", local.dsn, "endpoint")
+    try:
+        via = conninfo_to_dict(external.endpoint_at("127.0.0.3", 7000).url)
+        assert (via["host"], via["port"]) == ("127.0.0.3", "7000")
+        assert "search_path=chaos_endpoint" in str(via["options"])
+    finally:
+        external.close()

@@ -51,8 +51,8 @@ def test_a_python_3_8_worker_reports_its_probes(sink: Sink, ledger: Ledger, tmp_
     path = tmp_path / "pythonpath"
     path.mkdir()
     (path / "chaos").symlink_to(Path(chaos.__file__).parent, target_is_directory=True)
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(path), "CHAOS_SINK_URL": sink.url,
-           "CHAOS_RUN_TOKEN": sink.token, "CHAOS_WORKER_ID": "w38"}
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(path), "PYTHONDONTWRITEBYTECODE": "1",
+           "CHAOS_SINK_URL": sink.url, "CHAOS_RUN_TOKEN": sink.token, "CHAOS_WORKER_ID": "w38"}
     assert PYTHON38 is not None
     done = subprocess.run([PYTHON38, "-c", WORKER], env=env, capture_output=True, text=True, timeout=60,
                           check=False)

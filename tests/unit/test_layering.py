@@ -20,7 +20,35 @@ PACKAGE = Path(chaos.__file__).parent
 PUBLIC = {"chaos": set(chaos.__all__), "chaos.worker": set(chaos.worker.__all__),
           "chaos.worker.postgres": set(chaos.worker.postgres.__all__)}
 # What runs inside a worker process, or is imported by it: it must parse on the oldest Python a queue uses.
-WORKER_SIDE = [PACKAGE / "__init__.py", PACKAGE / "events.py", *sorted((PACKAGE / "worker").glob("*.py"))]
+WORKER_SIDE = [PACKAGE / "__init__.py", PACKAGE / "events.py", PACKAGE / "probe.py",
+               *sorted((PACKAGE / "worker").glob("*.py"))]
+# What each part of the library may import of the rest (longest prefix wins); imports under
+# `if TYPE_CHECKING:` are annotations only and do not count. README's layout table says the same.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "chaos.events": (),
+    "chaos.errors": (),
+    "chaos.procs": (),
+    "chaos.worker": ("chaos.events", "chaos.worker"),
+    "chaos.probe": ("chaos.worker",),
+    "chaos.contract": ("chaos.errors",),
+    "chaos.ledger": ("chaos.errors", "chaos.events"),
+    "chaos.backends": ("chaos.backends", "chaos.errors", "chaos.events", "chaos.procs", "chaos.contract",
+                       "chaos.target"),
+    "chaos.backends.base": ("chaos.events",),
+    "chaos.backends.registry": ("chaos.backends.base", "chaos.errors"),
+    "chaos.target": ("chaos.backends.base", "chaos.backends.registry", "chaos.contract", "chaos.errors"),
+    "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base"),
+    "chaos.check": ("chaos.check", "chaos.faults", "chaos.events", "chaos.contract"),
+    "chaos.reports": ("chaos.reports", "chaos.check", "chaos.events"),
+    "chaos.scenario": ("chaos.contract", "chaos.errors", "chaos.events", "chaos.faults", "chaos.target"),
+    "chaos.discovery": ("chaos.events", "chaos.errors", "chaos.scenario", "chaos.target"),
+    "chaos.known_answers": ("chaos.discovery", "chaos.errors"),
+    "chaos.leftovers": ("chaos.events", "chaos.ledger"),
+    "chaos.runtime": ("chaos",),
+    "chaos.cli": ("chaos",),
+    "chaos.__main__": ("chaos.cli",),
+    "chaos": (),  # the package itself: lazy, it imports nothing when it runs
+}
 
 
 def loaded_by(statement: str) -> set[str]:
@@ -38,12 +66,48 @@ def test_the_checker_loads_no_runtime_backend_or_process_code() -> None:
     assert sorted(m for m in loaded if m.startswith(forbidden)) == []
 
 
-def test_a_workers_probe_import_loads_no_checker_sqlite_or_toml() -> None:
-    loaded = loaded_by("from chaos import probe; assert probe.send")
+@pytest.mark.parametrize("statement", ["from chaos import probe", "import chaos.probe as probe"])
+def test_a_workers_probe_import_loads_no_checker_sqlite_or_toml(statement: str) -> None:
+    loaded = loaded_by(f"{statement}; assert probe.send")
     assert "chaos.worker.probe" in loaded
     forbidden = ("chaos.check", "chaos.runtime", "chaos.backends", "chaos.faults", "chaos.reports", "chaos.ledger",
                  "sqlite3", "_sqlite3", "tomllib", "psutil", "psycopg")
     assert sorted(m for m in loaded if m.startswith(forbidden)) == []
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
+
+
+def _runtime_imports(tree: ast.Module) -> list[str]:
+    """The chaos modules a file imports when it runs (not those under `if TYPE_CHECKING:`)."""
+    typing_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                   for stmt in block.body for node in ast.walk(stmt)}
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("chaos"):
+            module = node.module or ""
+            found += [f"{module}.{a.name}" if module == "chaos" else module for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("chaos")]
+    return found
+
+
+LIBRARY = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=[str(p.relative_to(PACKAGE)) for p in LIBRARY])
+def test_imports_point_one_way_down_the_layers(path: Path) -> None:
+    module = _module(path)
+    layer = max((name for name in LAYERS if module == name or module.startswith(name + ".")), key=len)
+    allowed = LAYERS[layer]
+    upward = [imported for imported in _runtime_imports(ast.parse(path.read_text()))
+              if not any(imported == a or imported.startswith(a + ".") for a in allowed)]
+    assert upward == [], f"{module} (layer {layer}) may import only {allowed}"
 
 
 @pytest.mark.parametrize("path", WORKER_SIDE, ids=[p.name for p in WORKER_SIDE])

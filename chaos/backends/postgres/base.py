@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar
 
-from chaos.backends.base import Backend
-from chaos.events import ENV_POSTGRES_URL
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-RestartMode = Literal["immediate", "fast"]
-# Names the external provider's server; messages about a local server that cannot run point at it.
-ENV_URL = ENV_POSTGRES_URL
+from chaos.backends.base import Backend, Endpoint
 
 
 class PostgresBackend(Backend):
@@ -17,3 +14,13 @@ class PostgresBackend(Backend):
 
     kind: ClassVar[str] = "postgres"
     dsn: str
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The server's address as its dsn gives it (host may be a socket directory; port defaults to 5432)."""
+        params = conninfo_to_dict(self.dsn)
+        host = str(params.get("host") or params.get("hostaddr") or "localhost").split(",")[0]
+        return self.endpoint_at(host, int(str(params.get("port") or 5432).split(",")[0]))
+
+    def endpoint_at(self, host: str, port: int) -> Endpoint:
+        return Endpoint(host, port, make_conninfo(self.dsn, host=host, hostaddr="", port=str(port)))

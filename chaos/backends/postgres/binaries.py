@@ -9,12 +9,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.backends.postgres.base import ENV_URL
 from chaos.errors import ConfigError
+from chaos.events import ENV_POSTGRES_BIN, ENV_POSTGRES_URL
 
 # Where Debian/Ubuntu install server binaries that are not on PATH; a constant so tests can patch it.
 PG_LIB_ROOT = Path("/usr/lib/postgresql")
-ENV_BIN = "CHAOS_POSTGRES_BIN"
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ def _server_version(postgres: Path) -> str:
         raise ConfigError(
             f"Expected {postgres} to be a runnable PostgreSQL server binary, but running it failed: {exc}. "
             "Reinstall the PostgreSQL server package, or use --backend external --backend-url DSN "
-            f"(or set {ENV_URL})."
+            f"(or set {ENV_POSTGRES_URL})."
         ) from exc
     match = re.search(r"\(PostgreSQL\)\s+(\d+(?:\.\d+)*)", out.stdout)
     if out.returncode != 0 or match is None:
@@ -50,7 +49,7 @@ def _server_version(postgres: Path) -> str:
         raise ConfigError(
             f"Expected '{postgres} --version' to report a PostgreSQL version, but it printed: {found}. "
             "Reinstall the PostgreSQL server package, or use --backend external --backend-url DSN "
-            f"(or set {ENV_URL})."
+            f"(or set {ENV_POSTGRES_URL})."
         )
     return match.group(1)
 
@@ -58,14 +57,14 @@ def _server_version(postgres: Path) -> str:
 def find_binaries() -> PgBinaries:
     """Find initdb and postgres: in $CHAOS_POSTGRES_BIN only when set, else on PATH, else the newest
     Debian-style install under PG_LIB_ROOT."""
-    chosen = os.environ.get(ENV_BIN)
+    chosen = os.environ.get(ENV_POSTGRES_BIN)
     initdb, postgres = shutil.which("initdb", path=chosen), shutil.which("postgres", path=chosen)
     pair: tuple[Path, Path] | None = None
     if initdb is not None and postgres is not None:
         pair = (Path(initdb), Path(postgres))
     elif chosen:
         raise ConfigError(
-            f"{ENV_BIN}={chosen} should be a directory holding the PostgreSQL server binaries initdb and "
+            f"{ENV_POSTGRES_BIN}={chosen} should be a directory holding the PostgreSQL server binaries initdb and "
             "postgres, but they are not there. Point it at your installation's bin directory (e.g. "
             "/usr/lib/postgresql/15/bin) or unset it to search PATH."
         )
@@ -80,6 +79,6 @@ def find_binaries() -> PgBinaries:
             "The local PostgreSQL backend needs the PostgreSQL server binaries (initdb, postgres), "
             f"but neither PATH nor {PG_LIB_ROOT}/*/bin has both. Install them (e.g. the Debian/Ubuntu "
             "package 'postgresql', or put your installation's bin directory on PATH), or run against "
-            f"an existing server with --backend external --backend-url DSN (or set {ENV_URL})."
+            f"an existing server with --backend external --backend-url DSN (or set {ENV_POSTGRES_URL})."
         )
     return PgBinaries(initdb=pair[0], postgres=pair[1], version=_server_version(pair[1]))

@@ -14,9 +14,10 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from chaos import events
-from chaos.backends.base import BackendSettings, Endpoint
-from chaos.backends.postgres.base import ENV_URL, PostgresBackend
+from chaos.backends.base import BackendSettings
+from chaos.backends.postgres.base import PostgresBackend
 from chaos.errors import ConfigError, HarnessError
+from chaos.events import ENV_POSTGRES_URL
 
 
 def mask_password(url: str) -> str:
@@ -50,12 +51,12 @@ class ExternalPostgres(PostgresBackend):
     @classmethod
     def open(cls, settings: BackendSettings) -> Self:
         """The user's server from --backend-url, else CHAOS_POSTGRES_URL; a fresh schema named for the run."""
-        url = settings.url or os.environ.get(ENV_URL) or None
+        url = settings.url or os.environ.get(ENV_POSTGRES_URL) or None
         if url is None:
             raise ConfigError(
                 "The external PostgreSQL provider needs the URL of an existing server, but neither "
-                f"--backend-url nor {ENV_URL} is set. Pass --backend-url postgresql://user:pass@host:5432/db "
-                f"(or export {ENV_URL}), or drop --backend external to let the suite start its own server."
+                f"--backend-url nor {ENV_POSTGRES_URL} is set. Pass --backend-url postgresql://user:pass@host:5432/db "
+                f"(or export {ENV_POSTGRES_URL}), or drop --backend external to let the suite start its own server."
             )
         backend = cls(url, settings.run_id).start()
         if settings.on_event is not None:
@@ -75,7 +76,8 @@ class ExternalPostgres(PostgresBackend):
         except psycopg.Error as exc:
             raise ConfigError(
                 f"Expected a PostgreSQL URL or conninfo string (e.g. postgresql://user:pass@host:5432/db), "
-                f"but {masked!r} cannot be parsed: {' '.join(str(exc).split())}. Fix --backend-url or {ENV_URL}."
+                f"but {masked!r} cannot be parsed: {' '.join(str(exc).split())}. Fix --backend-url or "
+                f"{ENV_POSTGRES_URL}."
             ) from exc
         schema = sql.Identifier(self.schema)
         try:
@@ -90,7 +92,7 @@ class ExternalPostgres(PostgresBackend):
             ) from exc
         except psycopg.OperationalError as exc:
             raise ConfigError(
-                f"Expected a reachable PostgreSQL server at {masked} (from --backend-url or {ENV_URL}), but "
+                f"Expected a reachable PostgreSQL server at {masked} (from --backend-url or {ENV_POSTGRES_URL}), but "
                 f"connecting failed: {' '.join(str(exc).split())}. Check the host, port, user, password and "
                 "database name and that the server accepts TCP connections from here, or drop "
                 "--backend external to let the suite start its own server."
@@ -101,13 +103,6 @@ class ExternalPostgres(PostgresBackend):
         self.dsn = make_conninfo(self.url, options=options)
         self._started = True
         return self
-
-    @property
-    def endpoint(self) -> Endpoint:
-        """The server's address as the URL gives it (host may be a socket directory; port defaults to 5432)."""
-        params = conninfo_to_dict(self.dsn)
-        host = str(params.get("host") or params.get("hostaddr") or "localhost").split(",")[0]
-        return Endpoint(host, int(str(params.get("port") or 5432).split(",")[0]), self.dsn)
 
     def restart(self, mode: str = "immediate") -> None:
         raise self._no_control(f"restart ({mode})")

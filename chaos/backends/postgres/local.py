@@ -21,7 +21,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from chaos import events
-from chaos.backends.base import KILL, RESTART, BackendSettings, Endpoint, EventSink
+from chaos.backends.base import KILL, RESTART, BackendSettings, EventSink
 from chaos.backends.postgres.base import PostgresBackend
 from chaos.backends.postgres.binaries import PgBinaries, find_binaries
 from chaos.backends.postgres.cluster import DATABASE, SUPERUSER, InitMethod, create_cluster
@@ -114,10 +114,6 @@ class LocalPostgres(PostgresBackend):
     def pid(self) -> int | None:
         """The postmaster's pid, or None while the server is down (after kill() or close())."""
         return self._proc.pid if self._proc is not None else None
-
-    @property
-    def endpoint(self) -> Endpoint:
-        return Endpoint(HOST, self.port, self.dsn)
 
     @property
     def port(self) -> int:
