@@ -6,6 +6,7 @@ Exit codes: 0 pass, 1 fail, 2 usage or configuration error, 3 harness error, 4 i
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -20,6 +21,7 @@ from chaos.discovery import available_scenarios, available_targets, find_scenari
 from chaos.errors import ChaosError, ConfigError
 from chaos.ledger import read_events
 from chaos.reports import summary, write_reports
+from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.run import RunOptions, run_scenario
 from chaos.runtime.sink import SINK_MODES
 from chaos.scenario import load_scenario
@@ -34,17 +36,24 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--scenario", required=True, help="a scenario name or a path to a scenario .py file")
     run.add_argument("--seed", type=int, default=None, help="seed for the scenario's choices (default: random)")
     run.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
-    run.add_argument("--backend", choices=provider_names(), default="local",
-                     help="the backend's provider; local: a private server on a free port (default); "
-                          "external: your server, at --backend-url")
+    run.add_argument("--backend", choices=provider_names(), default=None,
+                     help="the backend's provider; local: a private server on a free port (the default); "
+                          "external: your server, at --backend-url (which selects it)")
     run.add_argument("--backend-url", default=None,
                      help=f"URL for --backend external (or {events.ENV_POSTGRES_URL} for PostgreSQL)")
     run.add_argument("--sink-mode", choices=SINK_MODES, default="plain", help="how the effect sink dedupes")
+    run.add_argument("--deadline", type=_seconds, default=None, metavar="SECONDS",
+                     help="end the run as a harness error past this many seconds (default: the scenario's "
+                          "DEADLINE_S, else 60 + 30 x the contract's recovery_bound_s)")
     run.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                      help="override a target parameter from target.toml (repeatable)")
     report = sub.add_parser("report", help="recompute the verdict of a run from its ledger alone")
     report.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="show the targets and scenarios found")
+    clean = sub.add_parser("clean", help="remove what runs whose runner was killed left behind (server data, "
+                                         "an external schema)")
+    clean.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
+    clean.add_argument("--backend-url", default=None, help="your server, to drop a killed run's schema there")
     return parser
 
 
@@ -58,50 +67,101 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
     return overrides
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite, positive number of seconds")
+    return value
+
+
+def _provider(args: argparse.Namespace) -> str:
+    """--backend-url selects the external provider; with --backend local it is a contradiction."""
+    if args.backend_url is None:
+        return str(args.backend or "local")
+    if args.backend not in (None, "external"):
+        raise ConfigError(f"--backend-url is the address of your own server, for --backend external, but "
+                          f"--backend {args.backend} starts a server of the suite's. Drop one of the two.")
+    return "external"
+
+
 def _run(args: argparse.Namespace) -> int:
     target = find_target(args.target)
     scenario = find_scenario(args.scenario)
-    options = RunOptions(args.seed, args.runs_dir, args.backend, args.backend_url, args.sink_mode,
-                         _overrides(args.param))
+    options = RunOptions(args.seed, args.runs_dir, _provider(args), args.backend_url, args.sink_mode,
+                         _overrides(args.param), args.deadline)
     result = run_scenario(target, scenario, options)
     print(summary(result.verdict, result.dir))
+    if result.verdict.error:
+        print(f"chaos: {result.verdict.error}", file=sys.stderr)
     return result.verdict.exit_code
 
 
 def _report(args: argparse.Namespace) -> int:
     ledger = read_events(args.run_dir / "ledger.sqlite")
     verdict = judge(ledger)
-    write_reports(args.run_dir, verdict, ledger)
-    print(summary(verdict, args.run_dir))
+    # Never replace the run's own reports: they were judged from the ledger as the run left it.
+    out = args.run_dir / "regenerated" if (args.run_dir / "verdict.json").exists() else args.run_dir
+    out.mkdir(exist_ok=True)
+    write_reports(out, verdict, ledger)
+    print(summary(verdict, out))
     return verdict.exit_code
 
 
+def _clean(args: argparse.Namespace) -> int:
+    cleaned = clean_killed_runs(args.runs_dir, args.backend_url)
+    print("\n".join(cleaned) if cleaned else f"nothing to clean in {args.runs_dir}")
+    return 0
+
+
 def _list() -> int:
+    """Everything found; what does not load is named with why, and makes the exit code 2."""
+    broken = 0
     print("targets:")
     for name, path in sorted(available_targets().items()):
-        target = load_target(path)
+        try:
+            target = load_target(path)
+        except ConfigError as exc:
+            broken += 1
+            print(f"  {name:<14} BROKEN: {exc}")
+            continue
         params = " ".join(f"{k}={v}" for k, v in target.params.items())
         print(f"  {name:<14} {target.description}" + (f" [params: {params}]" if params else ""))
     print("scenarios:")
     for name, path in sorted(available_scenarios().items()):
-        doc = load_scenario(path).doc.splitlines()
+        try:
+            doc = load_scenario(path).doc.splitlines()
+        except ConfigError as exc:
+            broken += 1
+            print(f"  {name:<34} BROKEN: {exc}")
+            continue
         print(f"  {name:<34} {doc[0] if doc else ''}")
-    return 0
+    if broken:
+        print(f"chaos: {broken} target(s) or scenario(s) above do not load; each says why.", file=sys.stderr)
+    return 2 if broken else 0
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM cleans up exactly like Ctrl-C does."""
+    """SIGINT and SIGTERM stop the run; further ones are ignored, so a second Ctrl-C cannot cut the cleanup
+    the first one started (every process stopped, every server's data removed) short."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         if args.command == "run":
             return _run(args)
         if args.command == "report":
             return _report(args)
+        if args.command == "clean":
+            return _clean(args)
         return _list()
     except ChaosError as exc:
         print(f"chaos: {exc}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -37,8 +38,10 @@ class Contract:
                 raise ConfigError(f"{where}: contract {key} = {raw[key]!r}; expected one of {', '.join(allowed)}.")
         for key in ("recovery_bound_s", "lease_s", "heartbeat_s"):
             value = raw.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-                raise ConfigError(f"{where}: contract {key} = {value!r}; expected a non-negative number of seconds.")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value) or value <= 0):
+                raise ConfigError(f"{where}: contract {key} = {value!r}; expected a finite, positive number of "
+                                  "seconds.")
         attempts = raw.get("max_attempts")
         if attempts is not None and (isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1):
             raise ConfigError(f"{where}: contract max_attempts = {attempts!r}; expected a positive integer.")

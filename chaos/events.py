@@ -45,15 +45,16 @@ SNAPSHOT, SNAPSHOT_TAKEN = "snapshot", "snapshot.taken"
 DRAINED, DRAIN_TIMEOUT = "drained", "drain.timeout"
 PROBE_PREFIX = "probe."
 PROBE_CLAIM, PROBE_EFFECT, PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON = (PROBE_PREFIX + p for p in POINTS)
-PROBE_DROPPED = "probe.dropped"
+PROBE_DROPPED, PROBE_REFUSED = "probe.dropped", "probe.refused"
 GATE_ARMED, GATE_MATCHED, GATE_RELEASED = "gate.armed", "gate.matched", "gate.released"
 FAULT, FAULT_APPLIED, FAULT_HEALED = "fault", "fault.applied", "fault.healed"
 PROCESS_START, PROCESS_EXIT = "process.start", "process.exit"
 BACKEND_START, BACKEND_RESTART, BACKEND_EXIT = "backend.start", "backend.restart", "backend.exit"
 KINDS = frozenset({
     RUN_START, RUN_END, ENQUEUE, SNAPSHOT, SNAPSHOT_TAKEN, DRAINED, DRAIN_TIMEOUT, PROBE_CLAIM, PROBE_EFFECT,
-    PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, GATE_ARMED, GATE_MATCHED, GATE_RELEASED, FAULT,
-    FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, BACKEND_START, BACKEND_RESTART, BACKEND_EXIT,
+    PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
+    GATE_RELEASED, FAULT, FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, BACKEND_START,
+    BACKEND_RESTART, BACKEND_EXIT,
 })
 
 
@@ -127,6 +128,12 @@ def probe_dropped(point: str, job: str, worker: str | None, fields: dict[str, An
     return Record(PROBE_DROPPED, SINK, job, worker, dict(fields, point=point, reason=reason))
 
 
+def probe_refused(status: int, error: str, path: str) -> Record:
+    """A request the sink answered with an error: the first of each kind, so a worker sending the wrong
+    token or malformed probes is named in the verdict instead of its jobs looking stuck."""
+    return Record(PROBE_REFUSED, SINK, None, None, {"status": status, "error": error, "path": path})
+
+
 def gate_armed(gate: str, spec: str, job: str | None, worker: str | None) -> Record:
     return Record(GATE_ARMED, CONTROLLER, job, worker, {"gate": gate, "spec": spec})
 
@@ -160,11 +167,21 @@ def process_start(name: str, pid: int, role: str, argv: Any = None, create_time:
                   {"pid": pid, "role": role, "argv": argv, "create_time": create_time})
 
 
-def process_exit(name: str, pid: int, role: str, returncode: int, signal: str | None = None) -> Record:
-    """A reaped exit; `signal` names the signal that ended it (a negative returncode)."""
-    data: dict[str, Any] = {"pid": pid, "role": role, "returncode": returncode}
+def process_exit(name: str, pid: int, role: str, returncode: int, signal: str | None = None, *,
+                 expected: bool = True, forced: bool = False, log: str | None = None,
+                 log_tail: list[str] | None = None) -> Record:
+    """A reaped exit; `signal` names the signal that ended it (a negative returncode). `expected`: the suite
+    ended it (a fault, the end of the run); an unexpected exit carries its log's last lines. `forced`: it
+    outlived the shutdown grace and was SIGKILLed."""
+    data: dict[str, Any] = {"pid": pid, "role": role, "returncode": returncode, "expected": expected}
     if signal is not None:
         data["signal"] = signal
+    if forced:
+        data["forced"] = True
+    if log is not None:
+        data["log"] = log
+    if log_tail is not None:
+        data["log_tail"] = log_tail
     return Record(PROCESS_EXIT, SUPERVISOR, None, name, data)
 
 

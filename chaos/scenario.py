@@ -6,14 +6,11 @@ refused when injected.
 
 from __future__ import annotations
 
-import importlib.util
+import math
 import random
-import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Protocol
 
 from chaos.contract import Contract
@@ -21,6 +18,7 @@ from chaos.errors import ConfigError
 from chaos.events import Event
 from chaos.faults.base import Scope
 from chaos.target import Job
+from chaos.usercode import load_module
 
 
 class Gate(Protocol):
@@ -123,18 +121,11 @@ class Scenario:
     doc: str
     run: Callable[[Context], None]
     faults: tuple[str, ...] = ()  # the fault kinds it may inject
+    deadline_s: float | None = None  # its own deadline, when the default (from the contract) is too short
 
 
 def load_scenario(path: Path) -> Scenario:
-    spec = importlib.util.spec_from_file_location(f"chaos_scenario_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"Cannot load scenario {path}: expected a Python file defining run(ctx).")
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - the user's file: say where it broke, as one paragraph
-        raise ConfigError(f"Scenario {path} failed to import ({_where(exc, path)}). Fix the file; a scenario "
-                          "is a Python module defining run(ctx).") from exc
+    module = load_module(path, f"chaos_scenario_{path.stem}", "scenario")
     run = getattr(module, "run", None)
     if not callable(run):
         raise ConfigError(f"Scenario {path} defines no run(ctx) function; a scenario needs one.")
@@ -142,13 +133,11 @@ def load_scenario(path: Path) -> Scenario:
     if not isinstance(faults, (tuple, list)) or not all(isinstance(kind, str) for kind in faults):
         raise ConfigError(f"Scenario {path}: FAULTS = {faults!r}; expected a module-level tuple of the fault kinds "
                           "it injects, e.g. FAULTS = (\"kill\", \"backend_restart\"), or FAULTS = () for none.")
-    return Scenario(path.stem, path.resolve(), (module.__doc__ or "").strip(), run, tuple(faults))
+    deadline = getattr(module, "DEADLINE_S", None)
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
+                                 or not math.isfinite(deadline) or deadline <= 0):
+        raise ConfigError(f"Scenario {path}: DEADLINE_S = {deadline!r}; expected a finite, positive number of "
+                          "seconds (the longest the run may take).")
+    return Scenario(path.stem, path.resolve(), (module.__doc__ or "").strip(), run, tuple(faults),
+                    None if deadline is None else float(deadline))
 
-
-def _where(exc: BaseException, path: Path) -> str:
-    """`ExcType: message at file:line` for the deepest frame in the user's file."""
-    line = getattr(exc, "lineno", None) if isinstance(exc, SyntaxError) else None
-    for frame in traceback.extract_tb(sys.exc_info()[2] or exc.__traceback__):
-        if Path(frame.filename).resolve() == path.resolve():
-            line = frame.lineno
-    return f"{type(exc).__name__}: {exc}" + (f" at {path.name}:{line}" if line else "")

@@ -6,8 +6,8 @@ worker environment, and takes the final `snapshot()` of every job as the queue i
 
 from __future__ import annotations
 
-import importlib.util
 import math
+import string
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -18,6 +18,10 @@ from chaos.backends.base import Backend, Endpoint
 from chaos.backends.registry import KINDS
 from chaos.contract import Contract
 from chaos.errors import ConfigError
+from chaos.usercode import load_module
+
+PLACEHOLDERS = ("python", "target_dir")
+DEFAULT_GRACE_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class Target:
     choices: dict[str, list[str]]
     reconciler: list[str] | None = None
     kinds: dict[str, str] = field(default_factory=dict)
+    shutdown_grace_s: float = DEFAULT_GRACE_S  # how long its processes get after SIGTERM at the end of a run
 
     def with_params(self, overrides: dict[str, str]) -> Target:
         """Apply `-p key=value` overrides, refusing unknown keys, values outside the declared choices, and
@@ -105,12 +110,10 @@ class Target:
     def load_control(self, backend: Backend) -> Control:
         module_name, _, attr = self.control.partition(":")
         file = self.path / f"{module_name}.py"
-        spec = importlib.util.spec_from_file_location(f"chaos_target_{self.name}_{module_name}", file)
-        if spec is None or spec.loader is None or not file.is_file():
+        if not file.is_file():
             raise ConfigError(f"{self.path / 'target.toml'}: control = {self.control!r} names {file}, which "
                               "does not exist. Expected 'module:Class' with module.py in the target folder.")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = load_module(file, f"chaos_target_{self.name}_{module_name}", "control module")
         factory = getattr(module, attr or "Control", None)
         if factory is None:
             raise ConfigError(f"{file} defines no {attr or 'Control'}; target.toml's control names it.")
@@ -121,7 +124,9 @@ class Target:
 def load_target(folder: Path) -> Target:
     file = folder / "target.toml"
     try:
-        raw = tomllib.loads(file.read_text())
+        raw = tomllib.loads(file.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file} is not UTF-8 text ({exc}); TOML files must be UTF-8. Save it as UTF-8.") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file} is not valid TOML ({exc}). Fix the syntax; see targets/pg_lease/target.toml "
                           "for a complete example.") from exc
@@ -141,13 +146,19 @@ def load_target(folder: Path) -> Target:
     worker = need("worker", list, '["{python}", "{target_dir}/worker.py"] (the worker command)')
     reconciler = raw.get("reconciler")
     for argv, key in ((worker, "worker"), (reconciler or ["x"], "reconciler")):
-        if not argv or not all(isinstance(part, str) for part in argv):
+        if not isinstance(argv, list) or not argv or not all(isinstance(part, str) for part in argv):
             raise ConfigError(f"{file}: {key} must be a non-empty list of strings (a command and its arguments).")
+        _check_placeholders(argv, key, file)
     contract = Contract.from_dict(dict(need("contract", dict, "a [contract] table")), str(file))
     params, kinds = _load_params(dict(need("params", dict, "a [params] table")) if "params" in raw else {}, file)
-    choices = {str(k): [str(v) for v in values] for k, values in dict(raw.get("choices", {})).items()}
+    choices = _load_choices(raw.get("choices", {}), params, file)
+    grace = raw.get("shutdown_grace_s", DEFAULT_GRACE_S)
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not math.isfinite(grace) or grace <= 0:
+        raise ConfigError(f"{file}: shutdown_grace_s = {grace!r}; expected a finite, positive number of seconds "
+                          "(how long workers get to shut down after SIGTERM at the end of a run).")
     return Target(str(raw.get("name", folder.name)), folder.resolve(), str(raw.get("description", "")), backend,
-                  str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, kinds)
+                  str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, kinds,
+                  float(grace))
 
 
 _KIND_EXAMPLES = {"integer": "an integer", "number": "a finite number", "boolean": "true or false",
@@ -163,14 +174,46 @@ def _load_params(raw: dict[str, Any], file: Path) -> tuple[dict[str, str], dict[
             kinds[key], params[key] = "boolean", str(value).lower()
         elif isinstance(value, int):
             kinds[key], params[key] = "integer", str(value)
-        elif isinstance(value, float):
+        elif isinstance(value, float) and math.isfinite(value):
             kinds[key], params[key] = "number", repr(value)
         elif isinstance(value, str):
             kinds[key], params[key] = "string", value
         else:
-            raise ConfigError(f"{file}: parameter {key} = {value!r} must be a string, integer, number or boolean; "
-                              "its type is the kind of value `-p` accepts for it.")
+            raise ConfigError(f"{file}: parameter {key} = {value!r} must be a string, integer, finite number or "
+                              "boolean; its type is the kind of value `-p` accepts for it.")
     return params, kinds
+
+
+def _load_choices(raw: Any, params: dict[str, str], file: Path) -> dict[str, list[str]]:
+    """[choices]: for some parameters, the list of the only values `-p` accepts."""
+    example = 'a [choices] table of lists, e.g. heartbeat = ["thread", "inline"]'
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{file}: expected choices = {example}, found {raw!r}.")
+    choices: dict[str, list[str]] = {}
+    for key, values in raw.items():
+        if key not in params:
+            raise ConfigError(f"{file}: choices names {key!r}, which is not a parameter in [params]; declare it "
+                              "there with its default.")
+        if not isinstance(values, list) or not values or not all(isinstance(v, (str, int, float, bool))
+                                                                   for v in values):
+            raise ConfigError(f"{file}: choices {key} = {values!r}; expected {example}.")
+        choices[key] = [str(v).lower() if isinstance(v, bool) else str(v) for v in values]
+    return choices
+
+
+def _check_placeholders(argv: list[str], key: str, file: Path) -> None:
+    """Only {python} and {target_dir} are filled in (write {{ and }} for literal braces)."""
+    for part in argv:
+        try:
+            names = [name for _, name, _, _ in string.Formatter().parse(part) if name is not None]
+        except ValueError as exc:
+            raise ConfigError(f"{file}: {key} argument {part!r} has unbalanced braces ({exc}); write {{{{ and }}}} "
+                              "for literal braces.") from exc
+        unknown = [name for name in names if name not in PLACEHOLDERS]
+        if unknown:
+            raise ConfigError(f"{file}: {key} argument {part!r} uses the placeholder {{{unknown[0]}}}, which the "
+                              f"suite does not fill in; the placeholders are {{python}} (the suite's interpreter) "
+                              "and {target_dir} (this folder).")
 
 
 def _is_of_kind(value: str, kind: str) -> bool:

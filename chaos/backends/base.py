@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import ClassVar, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self
 
 from chaos.events import Record
 
@@ -74,6 +74,12 @@ class Backend(Protocol):
     def close(self) -> None:
         """Stop and clean up everything the backend created; safe to call twice."""
         raise NotImplementedError
+
+    @classmethod
+    def clean_after_killed_run(cls, started: dict[str, Any], url: str | None) -> str:
+        """Remove what a run whose runner was killed left of this backend, by what its `backend.start`
+        event recorded (`started`), and nothing else; say what was removed ("" for nothing)."""
+        return ""
 
     def __enter__(self) -> Self:
         return self.start()

@@ -64,10 +64,46 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         anomalies += allowed
     faults = fault_reports(run)
     verdict, notes = _verdict(run, violations, faults)
+    grace = run.start.get("shutdown_grace_s", "?")
+    notes += [f"{e.worker} (pid {e.data.get('pid')}) did not stop within the shutdown grace of {grace}s after "
+              "SIGTERM and was SIGKILLed: whatever it still had to report was lost (raise the target's "
+              "shutdown_grace_s)" for e in run.forced_exits]
+    error = _harness_error(run)
+    if error:
+        verdict = "error"
     start = run.start
     return Verdict(verdict, str(start.get("target", "?")), str(start.get("scenario", "?")), start.get("seed"),
                    contract.to_dict(), _counts(run, outcomes), outcomes, faults, violations, recovery_summary(run),
-                   str(start.get("command", "")), notes, anomalies=anomalies)
+                   str(start.get("command", "")), notes, error or None, anomalies,
+                   [_exit(e) for e in run.unexpected_exits])
+
+
+def _harness_error(run: RunHistory) -> str:
+    """Why this run is no verdict on the queue: the harness or the scenario broke, or no worker ever
+    reported (they died at once, or spoke to the sink wrongly). Empty when the run is judgeable."""
+    if run.end and run.end.get("status") == "error":
+        return f"harness error: {run.end.get('detail', '')}"
+    enqueued = any(h.enqueued for h in run.jobs.values())
+    reported = any(e.kind.startswith(events.PROBE_PREFIX) for h in run.jobs.values() for e in h.events)
+    if not enqueued or reported:
+        return ""
+    why = ["no worker ever reported a probe, so nothing here is a verdict on the queue (the target's workers, "
+           "or their connection to the sink, are broken)"]
+    why += [f"the sink refused a probe: {e.data.get('status')} {e.data.get('error')}" for e in run.refusals]
+    why += [f"{e.worker} (pid {e.data.get('pid')}) exited on its own with {_how(e)}; its log: {e.data.get('log')}"
+            for e in run.unexpected_exits]
+    return "; ".join(why)
+
+
+def _how(exit: Event) -> str:
+    return f"signal {exit.data['signal']}" if exit.data.get("signal") else f"exit code {exit.data.get('returncode')}"
+
+
+def _exit(exit: Event) -> dict[str, Any]:
+    """An exit the suite did not cause, as reports show it."""
+    return {"worker": exit.worker, "pid": exit.data.get("pid"), "role": exit.data.get("role"),
+            "returncode": exit.data.get("returncode"), "signal": exit.data.get("signal"),
+            "log": exit.data.get("log"), "log_tail": list(exit.data.get("log_tail") or [])}
 
 
 def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultReport]) -> tuple[str, list[str]]:

@@ -123,6 +123,9 @@ class RunHistory:
     exits: dict[str, list[Event]] = field(default_factory=dict)
     starts: dict[str, list[Event]] = field(default_factory=dict)
     backend_restarts: list[Event] = field(default_factory=list)
+    unexpected_exits: list[Event] = field(default_factory=list)  # processes that exited without the suite's doing
+    refusals: list[Event] = field(default_factory=list)  # the first probe the sink refused, of each kind
+    forced_exits: list[Event] = field(default_factory=list)  # SIGKILLed past the shutdown grace
     # Excuses for a reclaim: worker -> seq of the last fault that reached it after a claim; the seq of the
     # last fault that reached every worker (or of a backend restart); workers faulted from the start.
     owner_faulted: dict[str, int] = field(default_factory=dict)

@@ -64,6 +64,8 @@ def scan(ledger: Iterable[Event]) -> RunHistory:
             run.gate_matched.setdefault(event.data["gate"], event.seq)
             if job is not None:
                 run.job(job).events.append(event)
+        elif kind == events.PROBE_REFUSED:
+            run.refusals.append(event)
         elif kind == events.RUN_START:
             run.start = event.data
         elif kind == events.RUN_END:
@@ -311,6 +313,10 @@ def _on_process_or_backend(run: RunHistory, event: Event) -> None:
     worker = event.worker
     if kind == events.PROCESS_EXIT and worker:
         run.exits.setdefault(worker, []).append(event)
+        if event.data.get("expected") is False:
+            run.unexpected_exits.append(event)
+        if event.data.get("forced"):
+            run.forced_exits.append(event)
         _on_exit(run, worker, event)
     elif kind == events.PROCESS_START and worker:
         run.starts.setdefault(worker, []).append(event)

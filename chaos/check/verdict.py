@@ -49,6 +49,8 @@ class Verdict:
     # What the contract allows but a report should still show: each {kind, job, exposure_s, message}
     # (an effect after lease loss, a stale ack the contract accepts).
     anomalies: list[dict[str, Any]] = field(default_factory=list)
+    # Processes that exited without the suite's doing: {worker, pid, role, returncode, signal, log, log_tail}.
+    exits: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:

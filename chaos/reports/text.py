@@ -4,6 +4,7 @@ step summary, and the short human summary the CLI prints. All from the verdict (
 from __future__ import annotations
 
 import json
+import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,11 +18,24 @@ WITNESS_LINES = 40
 
 
 def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> None:
-    (run_dir / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2, default=str) + "\n")
+    verdict_json = json.dumps(finite(verdict.to_dict()), indent=2, default=str, allow_nan=False)
+    (run_dir / "verdict.json").write_text(verdict_json + "\n")
     (run_dir / "summary.txt").write_text(summary(verdict, run_dir) + "\n")
     (run_dir / "summary.md").write_text(markdown(verdict) + "\n")
     junit(verdict).write(run_dir / "junit.xml", encoding="utf-8", xml_declaration=True)
     (run_dir / "report.html").write_text(timeline.render(verdict, events) + "\n")
+
+
+def finite(value: Any) -> Any:
+    """The value with every NaN or infinity (a worker's odd field in a witness) replaced by null, so
+    verdict.json is always valid JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
 
 
 def junit(verdict: Verdict) -> ET.ElementTree:
@@ -35,7 +49,7 @@ def junit(verdict: Verdict) -> ET.ElementTree:
         ET.SubElement(case, "failure", message=f"violations: {kinds}").text = text
     elif verdict.verdict == "error":
         suite.set("errors", "1")
-        ET.SubElement(case, "error", message="checker error").text = text
+        ET.SubElement(case, "error", message=(verdict.error or "error").splitlines()[0][:200]).text = text
     elif verdict.verdict == "inconclusive":
         suite.set("skipped", "1")
         ET.SubElement(case, "skipped", message="; ".join(verdict.notes) or "inconclusive").text = text
@@ -51,8 +65,13 @@ def markdown(verdict: Verdict) -> str:
     for fault in verdict.faults:
         lines.append(f"- fault `{fault.kind}` on `{fault.target}`: "
                      f"{'exercised' if fault.exercised else '**not exercised**'} ({fault.why})")
+    for exit in verdict.exits:
+        lines.append(f"- worker `{exit['worker']}` exited on its own (exit code {exit.get('returncode')}, "
+                     f"signal {exit.get('signal')}); log `{exit.get('log')}`")
     for violation in verdict.violations:
         lines.append(f"- **{violation.kind}** `{violation.job or ''}`: {violation.message}")
+    if verdict.error:
+        lines += ["", f"**Error**: {verdict.error.splitlines()[0]}"]
     if verdict.reproduce:
         lines += ["", f"Reproduce: `{verdict.reproduce}`"]
     return "\n".join(lines)
@@ -82,6 +101,10 @@ def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
         lines.append(f"anomaly {anomaly['kind']} {anomaly.get('job') or ''}: {anomaly['message']}")
     for note in verdict.notes:
         lines.append(f"note: {note}")
+    for exit in verdict.exits:
+        how = f"signal {exit['signal']}" if exit.get("signal") else f"exit code {exit.get('returncode')}"
+        lines.append(f"exit {exit['worker']} (pid {exit['pid']}) on its own, {how}; log: {exit.get('log')}")
+        lines += [f"    | {line}" for line in exit.get("log_tail", [])]
     for violation in verdict.violations:
         lines.append(f"violation {violation.kind} {violation.job or ''}: {violation.message}")
         witness = violation.witness[-WITNESS_LINES:]
@@ -89,7 +112,7 @@ def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
             lines.append(f"    ... {len(violation.witness) - len(witness)} earlier events in verdict.json")
         lines += ["    " + _witness_line(entry) for entry in witness]
     if verdict.error:
-        lines.append("checker error:\n" + verdict.error)
+        lines.append("error: " + verdict.error)
     if run_dir is not None:
         lines.append(f"run dir: {run_dir}")
     if verdict.reproduce:

@@ -29,7 +29,7 @@ SNAPSHOT_POLL_S = 0.05
 
 class ScenarioContext:
     def __init__(self, ledger: Ledger, contract: Contract, control: Control, sink: Sink, launcher: Launcher,
-                 nemesis: Nemesis, seed: int) -> None:
+                 nemesis: Nemesis, seed: int, activity: list[str]) -> None:
         self.ledger = ledger
         self.contract = contract
         self.control = control
@@ -39,6 +39,11 @@ class ScenarioContext:
         self.rng = random.Random(seed)
         self.jobs: list[str] = []
         self._workers = 0
+        self._activity = activity  # what the run is doing, for a deadline's message
+        self._doing("running the scenario")
+
+    def _doing(self, what: str) -> None:
+        self._activity[0] = what
 
     # -- jobs ------------------------------------------------------------------------------------
 
@@ -75,13 +80,19 @@ class ScenarioContext:
         return self.sink.arm(spec, job=job, worker=worker, nth=nth)
 
     def wait(self, gate: Gate, timeout: float = GATE_TIMEOUT_S) -> HeldProbe:
-        return HeldProbe.from_probe(_armed(gate).wait(timeout))
+        armed = _armed(gate)
+        self._doing(f"waiting for gate {armed.id} ({armed.spec}) to hold a probe")
+        held = HeldProbe.from_probe(armed.wait(timeout))
+        self._doing("running the scenario")
+        return held
 
     def release(self, gate: Gate) -> None:
         self.sink.release(_armed(gate))
 
     def wait_for(self, predicate: Callable[[Event], bool], timeout: float, what: str) -> Event:
+        self._doing(f"waiting for {what}")
         event = self.ledger.wait_for(predicate, timeout)
+        self._doing("running the scenario")
         if event is None:
             raise NotExercised(f"{what} did not happen within {timeout:.1f}s")
         return event
@@ -116,8 +127,10 @@ class ScenarioContext:
         with self.nemesis.active(stop.KIND.name, worker, _armed_or_none(gate), max_s=max_s) as fault:
             if gate is not None:
                 self.release(gate)
+            self._doing(f"holding {worker} stopped")
             held = self.ledger.wait_for(predicate, max_s) is not None
             fault.healed["condition_held"] = held
+        self._doing("running the scenario")
         return held
 
     def restart(self, name: str, gate: Gate | None = None) -> int:
@@ -132,12 +145,14 @@ class ScenarioContext:
     def wait_drained(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         wanted = set(self.jobs)
+        self._doing(f"waiting for the queue to drain its {len(wanted)} job(s)")
         last_error = ""
         while True:
             try:
                 states = {s.job: s.state for s in self.control.snapshot()}
                 if all(states.get(job, "absent") in ("done", "dead", "absent") for job in wanted):
                     self.ledger.append(events.drained(len(wanted)))
+                    self._doing("running the scenario")
                     return True
                 last_error = ""
             except ChaosError:
@@ -146,6 +161,7 @@ class ScenarioContext:
                 last_error = repr(exc)
             if time.monotonic() >= deadline:
                 self.ledger.append(events.drain_timeout(timeout, last_error))
+                self._doing("running the scenario")
                 return False
             time.sleep(SNAPSHOT_POLL_S)
 

@@ -19,16 +19,22 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
 
+import psutil
+
 from chaos import events
 from chaos.backends.base import BackendSettings
 from chaos.backends.registry import Provider, provider
 from chaos.check.checker import judge
 from chaos.check.verdict import Verdict
+from chaos.discovery import bundled
 from chaos.errors import ChaosError, ConfigError, NotExercised, ScenarioError
+from chaos.events import Event
 from chaos.faults import KINDS
 from chaos.ledger import Ledger
 from chaos.reports import write_reports
+from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.context import ScenarioContext
+from chaos.runtime.deadline import deadline, default_deadline_s
 from chaos.runtime.environment import Environment
 from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import Nemesis
@@ -50,6 +56,7 @@ class RunOptions:
     backend_url: str | None = None
     sink_mode: str = "plain"
     overrides: dict[str, str] = field(default_factory=dict)
+    deadline_s: float | None = None  # else the scenario's DEADLINE_S, else one derived from the contract
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,11 @@ def run_scenario(target: Target, scenario: Scenario, options: RunOptions = RunOp
 
 
 def reproduce_command(target: Target, scenario: Scenario, seed: int, options: RunOptions) -> str:
-    argv = ["chaos", "run", "--target", target.name, "--scenario", scenario.name, "--seed", str(seed)]
+    """The command that runs this again: bundled targets and scenarios by name, any other by its absolute
+    path (a name given by a search path, or differing from its folder, would find another or none)."""
+    target_ref = target.path.name if target.path.parent == bundled("targets").resolve() else str(target.path)
+    scenario_ref = scenario.path.stem if scenario.path.parent == bundled("scenarios").resolve() else str(scenario.path)
+    argv = ["chaos", "run", "--target", target_ref, "--scenario", scenario_ref, "--seed", str(seed)]
     for key, value in sorted(options.overrides.items()):
         argv += ["-p", f"{key}={value}"]
     if options.backend != "local":
@@ -97,6 +108,19 @@ def _unavailable(kind: str, missing: frozenset[str], backend_name: str) -> str:
             "provider that has it (the default, --backend local), or pick a scenario without that fault.")
 
 
+def _effecting_executions(ledger: list[Event]) -> set[tuple[str | None, object]]:
+    """(job, token) of every execution that made an effect and has not yet acked, abandoned or exited."""
+    open_: dict[tuple[str | None, object], str | None] = {}
+    for event in ledger:
+        if event.kind == events.PROBE_EFFECT:
+            open_[(event.job, event.data.get("token"))] = event.worker
+        elif event.kind in (events.PROBE_ACK, events.PROBE_ABANDON):
+            open_.pop((event.job, event.data.get("token")), None)
+        elif event.kind == events.PROCESS_EXIT and open_:
+            open_ = {key: worker for key, worker in open_.items() if worker != event.worker}
+    return set(open_)
+
+
 def _settled(read: Callable[[], T], within_s: float) -> T:
     """The queue's final view, read again through transient errors for a while: a backend restarted at
     the end of a scenario drops the control's connection, and its first use after that fails once."""
@@ -121,12 +145,19 @@ class Run:
         self.options = options
         self.provider = provider(self.target.backend, options.backend)
         check_faults(scenario, self.provider)
+        self.cleaned = clean_killed_runs(options.runs_dir, options.backend_url)
         self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         self.dir = options.runs_dir / f"{stamp}-{self.target.name}-{scenario.name}"
-        self.dir.mkdir(parents=True, exist_ok=False)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=False)
+        except OSError as exc:
+            raise ConfigError(f"Cannot create the run directory {self.dir} ({exc.strerror or exc}): --runs-dir "
+                              f"{options.runs_dir} must be a writable directory, or a path where one can be made. "
+                              "Pick another with --runs-dir (or CHAOS_RUNS_DIR).") from exc
         self.ledger = Ledger(self.dir / "ledger.sqlite")
         self.command = reproduce_command(self.target, scenario, self.seed, options)
+        self.deadline_s = options.deadline_s or scenario.deadline_s or default_deadline_s(self.target.contract)
 
     def __enter__(self) -> Self:
         return self
@@ -140,11 +171,14 @@ class Run:
         self.ledger.append(events.run_start(
             target=self.target.name, scenario=self.scenario.name, seed=self.seed, params=self.target.params,
             contract=self.target.contract.to_dict(), backend=self.options.backend, command=self.command,
-            pid=os.getpid(),
+            pid=os.getpid(), pid_create_time=psutil.Process().create_time(), backend_kind=self.target.backend,
+            cleaned=self.cleaned,  # what killed runs in the same runs dir had left, removed before this one
+            shutdown_grace_s=self.target.shutdown_grace_s,
         ))
         status, detail = "ok", ""
+        activity = ["starting the backend"]
         try:
-            with ExitStack() as stack:
+            with ExitStack() as stack, deadline(self.deadline_s, lambda: activity[0]):
                 environment = Environment(self.provider, BackendSettings(
                     self.dir / self.target.backend, self.dir.name, self.options.backend_url, self.ledger.append))
                 stack.callback(environment.close)
@@ -152,11 +186,12 @@ class Run:
                 stack.callback(control.close)
                 control.setup()
                 sink = stack.enter_context(Sink(self.ledger, self.options.sink_mode))
-                supervisor = Supervisor(self.ledger, self.dir / "logs")
+                supervisor = Supervisor(self.ledger, self.dir / "logs", self.target.shutdown_grace_s)
                 stack.callback(supervisor.close)
                 launcher = Launcher(self.target, control, environment, sink, supervisor, self.dir)
                 nemesis = Nemesis(self.ledger, RunWorld(supervisor, environment, launcher), self.scenario)
-                ctx = ScenarioContext(self.ledger, self.target.contract, control, sink, launcher, nemesis, self.seed)
+                ctx = ScenarioContext(self.ledger, self.target.contract, control, sink, launcher, nemesis, self.seed,
+                                      activity)
                 launcher.start_reconciler()
                 try:
                     self.scenario.run(ctx)
@@ -164,17 +199,22 @@ class Run:
                     status, detail = "not_exercised", str(exc)
                 except ChaosError:
                     raise
-                except Exception as exc:
+                except (Exception, SystemExit) as exc:  # SystemExit too: a scenario never ends the run silently
                     raise ScenarioError(
                         f"Scenario {self.scenario.path} raised {type(exc).__name__}: {exc}. Everything the run "
                         f"started was stopped; the scenario's traceback follows.\n{traceback.format_exc()}"
                     ) from exc
+                activity[0] = "waiting for every execution that made an effect to end"
+                self._wait_executions_ended(max(self.target.shutdown_grace_s, self.target.contract.recovery_bound_s))
                 sink.gates.release_all()
                 supervisor.close()
+                activity[0] = "taking the final snapshot"
                 self._snapshot(control)
-        except ChaosError as exc:
+        except ConfigError as exc:  # the user's mistake, found mid-run: exit 2, as before the run
             self.ledger.append(events.run_end("error", str(exc)))
             raise
+        except ChaosError as exc:  # the harness (or the scenario's code) broke: an `error` verdict, reported
+            status, detail = "error", str(exc)
         except BaseException as exc:  # Ctrl-C, SIGTERM, or a bug in the suite itself
             self.ledger.append(events.run_end("interrupted" if isinstance(exc, KeyboardInterrupt) else "error",
                                               repr(exc)))
@@ -184,6 +224,13 @@ class Run:
         verdict = judge(ledger)
         write_reports(self.dir, verdict, ledger)
         return verdict
+
+    def _wait_executions_ended(self, timeout: float) -> None:
+        """Let every execution that made an effect end (ack, abandon, or its process's exit) before the
+        workers are stopped: a queue's batched acknowledgements must not be lost with its worker."""
+        deadline_at = time.monotonic() + timeout
+        while _effecting_executions(self.ledger.events()) and time.monotonic() < deadline_at:
+            time.sleep(0.05)
 
     def _snapshot(self, control: Control) -> None:
         states = _settled(control.snapshot, SNAPSHOT_RETRY_S)

@@ -7,7 +7,6 @@ every effect, `idempotent` refuses a key already seen, `fenced` refuses a fence 
 
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from typing import Any
 from chaos import events
 from chaos.errors import ConfigError
 from chaos.ledger import Ledger
+from chaos.runtime import probe_schema
 from chaos.runtime.gates import Gate, GateSpec, GateTable
 from chaos.runtime.http_server import JsonPostServer, Request
 
@@ -55,6 +55,7 @@ class Sink:
         self.gates = GateTable()
         self._boundary = EffectBoundary(mode)
         self._commit_lock = threading.Lock()
+        self._refusals: set[str] = set()
         self._server = JsonPostServer(self._answer)
 
     @property
@@ -114,17 +115,23 @@ class Sink:
         """Status and body for one POST: the token first, then the probe's shape, then `handle`."""
         token = request.headers.get(events.TOKEN_HEADER.lower(), "").encode("latin-1")
         if not secrets.compare_digest(token, self.token.encode()):
-            return 401, {"error": f"missing or wrong {events.TOKEN_HEADER}: send the run's {events.ENV_RUN_TOKEN}"}
+            return self._refuse(401, f"missing or wrong {events.TOKEN_HEADER}: send the run's {events.ENV_RUN_TOKEN}",
+                                request.path)
         point = request.path.removeprefix(events.PROBE_PATH)
         try:
-            probe = json.loads(request.body)
-            valid = isinstance(probe, dict) and point in events.POINTS and isinstance(probe.get("job"), str)
-        except ValueError:
-            valid = False
-        if not valid:
-            return 400, {"error": f"expected POST {events.PROBE_PATH}<{'|'.join(events.POINTS)}> with a JSON object "
-                                  "holding at least a string 'job'"}
+            probe = probe_schema.parse(point, request.body)
+        except probe_schema.BadProbe as exc:
+            return self._refuse(400, str(exc), request.path)
         return 200, self.handle(point, probe, request.peer_alive)
+
+    def _refuse(self, status: int, error: str, path: str) -> tuple[int, dict[str, Any]]:
+        """Journal the first refusal of each kind (not every one: a looping worker must not flood the ledger)."""
+        with self._commit_lock:
+            first = error not in self._refusals
+            self._refusals.add(error)
+        if first:
+            self.ledger.append(events.probe_refused(status, error, path[:200]))
+        return status, {"error": error}
 
     def _held(self, gate: Gate, point: str, probe: dict[str, Any]) -> None:
         self.ledger.append(events.gate_matched(gate.id, str(gate.spec), point, probe["job"], probe.get("worker"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,8 @@ class Managed:
     env: dict[str, str]
     cwd: Path | None
     stopped: bool = False
+    ending: bool = False  # the suite sent it SIGTERM or SIGKILL: its exit is expected
+    forced: bool = False  # it outlived the shutdown grace and was SIGKILLed
     reaper: threading.Thread | None = field(default=None, repr=False)
 
     @property
@@ -49,9 +52,10 @@ class Managed:
 class Supervisor:
     """Owns every process of a run; `close()` leaves none running or stopped."""
 
-    def __init__(self, ledger: Ledger, log_dir: Path) -> None:
+    def __init__(self, ledger: Ledger, log_dir: Path, grace_s: float = 3.0) -> None:
         self.ledger = ledger
         self.log_dir = log_dir
+        self.grace_s = grace_s  # how long SIGTERMed processes get to shut down before SIGKILL
         self.processes: dict[str, Managed] = {}
         self._lock = threading.Lock()
 
@@ -83,7 +87,10 @@ class Supervisor:
     def _reap(self, managed: Managed) -> None:
         code = managed.popen.wait()
         ended_by = signal.Signals(-code).name if code < 0 else None
-        self.ledger.append(events.process_exit(managed.name, managed.pid, managed.role, code, ended_by))
+        tail = None if managed.ending else log_tail(managed.log)
+        self.ledger.append(events.process_exit(managed.name, managed.pid, managed.role, code, ended_by,
+                                               expected=managed.ending, forced=managed.forced, log=str(managed.log),
+                                               log_tail=tail))
 
     def _members(self, managed: Managed, scope: Scope) -> list[psutil.Process]:
         """The live processes a signal should reach; the root only while its identity still holds."""
@@ -100,6 +107,8 @@ class Supervisor:
     def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree") -> list[int]:
         """Send `sig` to a process (or its tree); returns the pids that received it."""
         managed = self.processes[name]
+        if sig in (signal.SIGTERM, signal.SIGKILL):
+            managed.ending = True
         hit: list[int] = []
         for proc in self._members(managed, scope):
             try:
@@ -137,18 +146,34 @@ class Supervisor:
         return pids, self.start(name, old.argv, old.env, old.role, old.cwd)
 
     def close(self) -> None:
-        """Resume anything stopped, terminate everything, and reap it all: nothing is left behind."""
+        """Resume anything stopped, terminate everything, give it the grace to shut down, SIGKILL what is
+        left (its exit says `forced`), and reap it all: nothing is left behind."""
         with self._lock:
             running = [m for m in self.processes.values() if m.alive]
         for managed in running:
             if managed.stopped:
                 self.signal(managed.name, signal.SIGCONT)
             self.signal(managed.name, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_s
         for managed in running:
-            if self.wait_exit(managed.name, 3.0) is None:
+            if self.wait_exit(managed.name, max(0.0, deadline - time.monotonic())) is None:
+                managed.forced = True
                 self.kill(managed.name)
                 self.wait_exit(managed.name, 5.0)
         leftovers = [proc for managed in running for proc in kill_group(managed.pid)]
         if still := wait_dead(leftovers, 5.0):
             raise HarnessError(f"processes {[proc.pid for proc in still]} survived SIGKILL at the end of the run")
 
+
+LOG_TAIL_LINES = 15
+
+
+def log_tail(log: Path) -> list[str]:
+    """The last lines of a process's log: why a worker that exited on its own did so."""
+    try:
+        with open(log, "rb") as file:
+            file.seek(max(0, file.seek(0, 2) - 8192))
+            lines = file.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+    return [line[:300] for line in lines[-LOG_TAIL_LINES:]]

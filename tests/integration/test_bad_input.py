@@ -44,7 +44,7 @@ def test_unknown_scenario(tmp_path: Path) -> None:
      "contract delivery = 'maybe'"),
     ('backend = "postgres"\nworker = ["x"]\n[contract]\nlease_s = 1\n', "needs recovery_bound_s"),
     ('backend = "postgres"\nworker = ["x"]\n[params]\nlevels = [1, 2]\n[contract]\nrecovery_bound_s = 1\n',
-     "parameter levels = [1, 2] must be a string, integer, number or boolean"),
+     "parameter levels = [1, 2] must be a string, integer, finite number or boolean"),
 ])
 def test_malformed_target_toml(tmp_path: Path, toml: str, phrase: str) -> None:
     target = tmp_path / "mytarget"

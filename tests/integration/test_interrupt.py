@@ -75,3 +75,34 @@ def test_controller_killed_outright_takes_its_workers_and_server_with_it(tmp_pat
     report = subprocess.run([sys.executable, "-m", "chaos", "report", str(run_dir)], cwd=REPO,
                             capture_output=True, text=True, check=False)
     assert report.returncode == 4 and "INCONCLUSIVE" in report.stdout, report.stdout + report.stderr
+    pgdata = Path(next(e for e in read_events(run_dir / "ledger.sqlite") if e.kind == "backend.start").data["pgdata"])
+    assert pgdata.is_dir(), "a runner killed outright leaves its server's data behind"
+    clean = subprocess.run([sys.executable, "-m", "chaos", "clean", "--runs-dir", str(tmp_path)], cwd=REPO,
+                           capture_output=True, text=True, check=False)
+    assert clean.returncode == 0 and f"removed its PostgreSQL data directory {pgdata}" in clean.stdout, clean.stdout
+    assert not pgdata.exists()
+    assert read_events(run_dir / "ledger.sqlite")[-1].data["status"] == "abandoned"
+    again = subprocess.run([sys.executable, "-m", "chaos", "clean", "--runs-dir", str(tmp_path)], cwd=REPO,
+                           capture_output=True, text=True, check=False)
+    assert again.returncode == 0 and "nothing to clean" in again.stdout, "a killed run is cleaned once"
+
+
+def test_three_quick_ctrl_cs_still_end_as_interrupted_and_clean(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "pg_naive", "--scenario",
+                             "stop_past_deadline", "--seed", "1", "--runs-dir", str(tmp_path)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        run_dir = wait_for_event(tmp_path, "fault.applied")
+        for _ in range(3):
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.02)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "could not delete" not in stderr
+    assert not run_processes(run_dir)
+    started = next(e for e in read_events(run_dir / "ledger.sqlite") if e.kind == "backend.start")
+    assert not Path(started.data["pgdata"]).exists(), "the server's data directory was removed"

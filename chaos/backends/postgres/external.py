@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 import psycopg
 from psycopg import sql
@@ -63,6 +63,20 @@ class ExternalPostgres(PostgresBackend):
             settings.on_event(events.backend_start(provider=cls.provider, url=mask_password(url),
                                                    schema=backend.schema))
         return backend
+
+    @classmethod
+    def clean_after_killed_run(cls, started: dict[str, Any], url: str | None) -> str:
+        """Drop the schema a killed run made, when given (or told by CHAOS_POSTGRES_URL) the same server."""
+        url = url or os.environ.get(ENV_POSTGRES_URL)
+        schema = str(started.get("schema") or "")
+        if not url or mask_password(url) != started.get("url") or not schema.startswith("chaos_"):
+            return ""
+        try:
+            with psycopg.connect(url, connect_timeout=5, autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        except psycopg.Error as exc:
+            return f"could not drop its schema {schema} on {mask_password(url)} ({exc}); drop it by hand"
+        return f"dropped its schema {schema} on {mask_password(url)}"
 
     def start(self) -> Self:
         """Check the server is reachable and create a fresh schema that dsn's search_path points at."""

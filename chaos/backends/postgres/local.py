@@ -15,8 +15,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
+import psutil
 import psycopg
 from psycopg.conninfo import make_conninfo
 
@@ -32,6 +33,7 @@ from chaos.backends.postgres.process import (
     RESTART_STOP,
     ServerIdentity,
     exited,
+    live_processes,
     reap_and_sweep,
     stop,
 )
@@ -41,6 +43,7 @@ from chaos.events import Record
 from chaos.procs import die_with_parent
 
 HOST = "127.0.0.1"
+PRIVATE_ROOT_PREFIX = "queue-chaos-pgdata-"  # where pgdata goes when the server user cannot reach the run dir
 READY_TIMEOUT_S = 30.0
 PORT_ATTEMPTS = 5
 # Durability is traded away only where a *process* crash cannot lose data: fsync and full_page_writes
@@ -110,6 +113,23 @@ class LocalPostgres(PostgresBackend):
     def open(cls, settings: BackendSettings) -> Self:
         return cls(settings.data_root, settings.on_event).start()
 
+    @classmethod
+    def clean_after_killed_run(cls, started: dict[str, Any], url: str | None) -> str:
+        """SIGKILL whatever of that server still runs (recognised by its unique cluster name and data dir)
+        and delete its data directory."""
+        pgdata, cluster = started.get("pgdata"), started.get("cluster_name")
+        if not pgdata or not cluster or not os.path.isdir(pgdata):
+            return ""
+        ident = ServerIdentity(postgres=str(started.get("postgres")), pgdata=str(pgdata), cluster_name=str(cluster))
+        for process in live_processes(ident):
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        shutil.rmtree(pgdata, ignore_errors=True)
+        private = Path(pgdata).parent
+        if private.name.startswith(PRIVATE_ROOT_PREFIX):
+            shutil.rmtree(private, ignore_errors=True)
+        return f"removed its PostgreSQL data directory {pgdata}"
+
     @property
     def pid(self) -> int | None:
         """The postmaster's pid, or None while the server is down (after kill() or close())."""
@@ -140,7 +160,8 @@ class LocalPostgres(PostgresBackend):
             self.dsn = _conninfo(DATABASE, self.port)
             self._started = True
             self._emit(events.backend_start(pid=self.pid, port=self.port, provider=self.provider,
-                                            start_s=time.monotonic() - began))
+                                            start_s=time.monotonic() - began, pgdata=str(self.pgdata),
+                                            cluster_name=self.cluster_name, postgres=str(self._bins.postgres)))
         except BaseException:
             # Nothing half-started survives a failed start (or a failing on_event): __exit__ never runs then.
             self._started = False
@@ -223,7 +244,7 @@ class LocalPostgres(PostgresBackend):
             if blocked:
                 # The server user cannot reach the run dir (e.g. under a 0700 home): keep the log there,
                 # which root writes for it, and put the cluster in a private directory it can reach.
-                self._private_root = Path(tempfile.mkdtemp(prefix="queue-chaos-pgdata-"))
+                self._private_root = Path(tempfile.mkdtemp(prefix=PRIVATE_ROOT_PREFIX))
                 self._private_root.chmod(0o755)
                 self.pgdata = self._private_root / "pgdata"
 

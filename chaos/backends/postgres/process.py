@@ -95,7 +95,7 @@ def reap_and_sweep(proc: subprocess.Popen[bytes], ident: ServerIdentity, killed:
     pending = list(killed)
     deadline = time.monotonic() + timeout
     while True:
-        survivors = _live_processes(ident)
+        survivors = live_processes(ident)
         for process in survivors:
             with contextlib.suppress(psutil.Error):
                 process.send_signal(signal.SIGKILL)
@@ -119,7 +119,7 @@ def _wait_exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     return True
 
 
-def _live_processes(ident: ServerIdentity) -> list[psutil.Process]:
+def live_processes(ident: ServerIdentity) -> list[psutil.Process]:
     """Live processes of this server; zombies are skipped (they hold no memory, ports or locks)."""
     found: list[psutil.Process] = []
     for process in psutil.process_iter(["cmdline", "status"]):

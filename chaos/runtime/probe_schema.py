@@ -1,0 +1,69 @@
+"""What a probe must look like, checked when it arrives: a probe the checker could not read is refused
+at once (400, saying what was wrong), so the worker sees its mistake immediately, not the checker at the
+end of the run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chaos import events
+
+MAX_DEPTH = 8  # a probe is a flat record; deeper structures are refused, never parsed into the ledger
+
+_TOKEN = "a string, an integer or null"
+# field -> (accepts, what it must be); pid, attempt and fence are integers, never booleans.
+_FIELDS: dict[str, tuple[Any, str]] = {
+    "job": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "worker": (lambda v: isinstance(v, str), "a string"),
+    "pid": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "clock": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number (seconds)"),
+    "token": (lambda v: v is None or (isinstance(v, (str, int)) and not isinstance(v, bool)), _TOKEN),
+    "key": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "fence": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "attempt": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "ok": (lambda v: isinstance(v, bool), "true or false"),
+    "reason": (lambda v: isinstance(v, str), "a string"),
+}
+_REQUIRED = {events.HEARTBEAT: ("ok",), events.ACK: ("ok",)}
+
+
+class BadProbe(ValueError):
+    """The request is not a probe the suite can judge; the message says what was wrong."""
+
+
+def parse(point: str, body: bytes) -> dict[str, Any]:
+    """The probe's fields, or BadProbe naming the first problem."""
+    if point not in events.POINTS:
+        raise BadProbe(f"unknown probe point {point!r}: expected POST {events.PROBE_PATH}<"
+                       f"{'|'.join(events.POINTS)}>")
+    try:
+        probe = json.loads(body, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise BadProbe("the JSON body is nested too deeply; a probe is a flat JSON object") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadProbe(f"the body is not JSON ({exc})") from None
+    if not isinstance(probe, dict):
+        raise BadProbe("the body must be a JSON object of the probe's fields")
+    if _depth(probe) > MAX_DEPTH:
+        raise BadProbe(f"the JSON body is nested more than {MAX_DEPTH} levels; a probe is a flat JSON object")
+    for name in ("job", *_REQUIRED.get(point, ())):
+        if name not in probe:
+            raise BadProbe(f"a {point} probe needs the field {name!r} ({_FIELDS[name][1]})")
+    for name, value in probe.items():
+        check = _FIELDS.get(name)
+        if check is not None and not check[0](value):
+            raise BadProbe(f"field {name!r} of a {point} probe must be {check[1]}, not {json.dumps(value)[:80]}")
+    return probe
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
