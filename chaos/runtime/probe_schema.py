@@ -45,7 +45,7 @@ def parse(point: str, body: bytes) -> dict[str, Any]:
         raise BadProbe(f"the body is not JSON ({exc})") from None
     if not isinstance(probe, dict):
         raise BadProbe("the body must be a JSON object of the probe's fields")
-    if _depth(probe) > MAX_DEPTH:
+    if _deeper_than(probe, MAX_DEPTH):
         raise BadProbe(f"the JSON body is nested more than {MAX_DEPTH} levels; a probe is a flat JSON object")
     for name in ("job", *_REQUIRED.get(point, ())):
         if name not in probe:
@@ -61,9 +61,13 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _depth(value: Any) -> int:
-    if isinstance(value, dict):
-        return 1 + max(map(_depth, value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max(map(_depth, value), default=0)
-    return 0
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether containers nest more than `limit` levels (iteratively: the JSON parser accepts more levels
+    than Python's recursion would)."""
+    level = [value]
+    for _ in range(limit + 1):
+        containers = [item for item in level if isinstance(item, (dict, list))]
+        if not containers:
+            return False
+        level = [child for item in containers for child in (item.values() if isinstance(item, dict) else item)]
+    return True

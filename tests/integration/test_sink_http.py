@@ -232,3 +232,32 @@ def test_close_answers_held_probes_and_ends_every_server_thread(tmp_path: Path,
     assert [t.name for t in threading.enumerate() if t.name.startswith("http-")] == []
     idle.close()
     ledger.close()
+
+
+@pytest.mark.parametrize(("point", "body", "phrase"), [
+    ("claim", {"job": "job-1", "token": ["a", "list"]}, "field 'token' of a claim probe must be"),
+    ("claim", {"job": "job-1", "pid": "12"}, "field 'pid' of a claim probe must be an integer"),
+    ("claim", {"job": 7}, "field 'job' of a claim probe must be a non-empty string"),
+    ("ack", {"job": "job-1", "token": "t"}, "a ack probe needs the field 'ok'"),
+    ("heartbeat", {"job": "job-1", "ok": "yes"}, "field 'ok' of a heartbeat probe must be true or false"),
+    ("effect", {"job": "job-1", "fence": True}, "field 'fence' of a effect probe must be an integer"),
+    ("claim", [1, 2], "must be a JSON object"),
+])
+def test_a_probe_field_of_the_wrong_type_is_refused_when_it_arrives(sink: Sink, ledger: Ledger, point: str,
+                                                                    body: object, phrase: str) -> None:
+    status, answer = via_http_client(sink.url, f"/probe/{point}", json.dumps(body).encode(),
+                                     {"X-Chaos-Token": sink.token})
+    assert status == 400 and phrase in str(answer["error"]), answer
+    assert probe_events(ledger) == [], "a refused probe never reaches the checker"
+
+
+@pytest.mark.parametrize("body", [b'{"job": "job-1", "clock": NaN}', b'{"job": "job-1", "clock": Infinity}',
+                                  b'{"job": "job-1", "x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"],
+                         ids=["nan", "infinity", "400KB-deep"])
+def test_non_numbers_and_deep_nesting_get_400_and_the_sink_keeps_serving(sink: Sink, ledger: Ledger,
+                                                                         body: bytes) -> None:
+    status, answer = via_http_client(sink.url, "/probe/claim", body, {"X-Chaos-Token": sink.token})
+    assert status == 400, answer
+    assert via_http_client(sink.url, "/probe/claim", b'{"job": "job-2"}', {"X-Chaos-Token": sink.token})[0] == 200
+    assert probe_events(ledger) == ["probe.claim"]
+    assert [e.data["status"] for e in read_events(ledger.path) if e.kind == "probe.refused"] == [400]

@@ -1,0 +1,70 @@
+"""Whatever a user or a worker hands the suite (contract values, target.toml, `-p` values, probe bodies)
+ends as a value the checker can judge or as the suite's own error: never another exception, never a
+non-finite number."""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chaos import events
+from chaos.contract import Contract
+from chaos.errors import ConfigError
+from chaos.runtime import probe_schema
+from chaos.target import load_target
+from tests.fuzz_inputs import contracts, probe_bodies, target_tomls
+
+FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def finite_numbers(contract: Contract) -> bool:
+    numbers = [contract.recovery_bound_s, contract.lease_s, contract.heartbeat_s]
+    return all(n is None or (math.isfinite(n) and n > 0) for n in numbers)
+
+
+@FAST
+@given(contracts)
+def test_a_contract_is_finite_and_positive_or_refused(raw: dict[str, Any]) -> None:
+    try:
+        contract = Contract.from_dict(raw, "fuzz")
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert finite_numbers(contract)
+    json.dumps(contract.to_dict(), allow_nan=False)
+
+
+@FAST
+@given(target_tomls(), st.lists(st.tuples(st.sampled_from(["heartbeat", "poll_s", "flag", "n", "zz"]),
+                                          st.text(max_size=8)), max_size=3))
+def test_a_target_toml_and_its_p_values_load_or_are_refused(toml: str, overrides: list[tuple[str, str]]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "target.toml").write_text(toml)
+        try:
+            target = load_target(Path(folder)).with_params(dict(overrides))
+        except ConfigError as exc:
+            assert str(exc)
+            return
+    assert finite_numbers(target.contract) and math.isfinite(target.shutdown_grace_s)
+    for key, value in target.params.items():
+        if target.kinds.get(key) == "number":
+            assert math.isfinite(float(value))
+    json.dumps([target.params, target.choices, target.contract.to_dict()], allow_nan=False)
+
+
+@FAST
+@given(st.sampled_from([*events.POINTS, "teleport", ""]), probe_bodies)
+def test_a_probe_body_parses_into_judgeable_fields_or_is_refused(point: str, body: bytes) -> None:
+    try:
+        probe = probe_schema.parse(point, body)
+    except probe_schema.BadProbe as exc:
+        assert str(exc)
+        return
+    assert isinstance(probe["job"], str) and probe["job"]
+    json.dumps(probe, allow_nan=False)
