@@ -17,6 +17,7 @@ from types import FrameType
 from chaos import events
 from chaos.backends.registry import provider_names
 from chaos.check.checker import judge
+from chaos.contract import SECONDS, is_seconds
 from chaos.discovery import available_scenarios, available_targets, find_scenario, find_target
 from chaos.errors import ChaosError, ConfigError
 from chaos.ledger import read_events
@@ -72,8 +73,8 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite, positive number of seconds")
+    if not is_seconds(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {SECONDS}")
     return value
 
 
@@ -111,9 +112,10 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _clean(args: argparse.Namespace) -> int:
+    """0 when nothing is left; 1 when something is (each line says what, and how to remove it)."""
     cleaned = clean_killed_runs(args.runs_dir, args.backend_url)
-    print("\n".join(cleaned) if cleaned else f"nothing to clean in {args.runs_dir}")
-    return 0
+    print("\n".join(line for _, line in cleaned) if cleaned else f"nothing to clean in {args.runs_dir}")
+    return 0 if all(done for done, _ in cleaned) else 1
 
 
 def _list() -> int:
@@ -172,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("chaos: interrupted; every process of the run was stopped", file=sys.stderr)
         return 130
+    except SystemExit as exc:  # code of the user's that ended the process: an error, never a silent exit code
+        print(f"chaos: the target's or scenario's code called sys.exit({exc.code!r}); no verdict was reached",
+              file=sys.stderr)
+        return 3
     except Exception:  # noqa: BLE001 - a bug in the suite: say so, with the traceback
         traceback.print_exc()
         print("chaos: harness error (a bug in queue-chaos); the traceback is above", file=sys.stderr)

@@ -8,7 +8,15 @@ from typing import Any
 
 from chaos.errors import ConfigError
 
+MAX_SECONDS = 1_000_000.0  # eleven days: longer than any run, short enough for every timer the suite sets
+SECONDS = f"a finite, positive number of seconds (at most {MAX_SECONDS:.0f})"
 DELIVERY = ("at-least-once", "at-most-once", "exactly-once-effect")
+
+
+def is_seconds(value: object) -> bool:
+    """A duration the suite can wait for: a number (not a boolean), finite, positive, at most MAX_SECONDS."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and 0 < value <= MAX_SECONDS)
 STALE_ACK = ("rejected", "accepted")
 OVERLAP = ("never", "after-lease-loss")
 
@@ -38,10 +46,8 @@ class Contract:
                 raise ConfigError(f"{where}: contract {key} = {raw[key]!r}; expected one of {', '.join(allowed)}.")
         for key in ("recovery_bound_s", "lease_s", "heartbeat_s"):
             value = raw.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not math.isfinite(value) or value <= 0):
-                raise ConfigError(f"{where}: contract {key} = {value!r}; expected a finite, positive number of "
-                                  "seconds.")
+            if value is not None and not is_seconds(value):
+                raise ConfigError(f"{where}: contract {key} = {value!r}; expected {SECONDS}.")
         attempts = raw.get("max_attempts")
         if attempts is not None and (isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1):
             raise ConfigError(f"{where}: contract max_attempts = {attempts!r}; expected a positive integer.")

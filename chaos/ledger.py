@@ -91,8 +91,9 @@ class Ledger:
             self._db.close()
 
 
-def read_events(path: Path) -> list[Event]:
-    """Read a ledger in commit order; works on a ledger whose writer was killed.
+def read_events(path: Path, kinds: tuple[str, ...] = ()) -> list[Event]:
+    """Read a ledger (only the events of these `kinds`, when given) in commit order; works on a ledger
+    whose writer was killed.
 
     Loading a million events is dominated by per-row overhead, so each chunk of rows has its JSON
     decoded in one call, and the garbage collector is paused: a million new objects would otherwise
@@ -107,7 +108,7 @@ def read_events(path: Path) -> list[Event]:
     gc.disable()
     try:
         with closing(sqlite3.connect(str(path))) as db:
-            return _load(db)
+            return _load(db, kinds)
     except (sqlite3.DatabaseError, ValueError) as exc:
         raise ConfigError(f"{path} is not a readable queue-chaos ledger ({exc}).") from exc
     finally:
@@ -115,9 +116,25 @@ def read_events(path: Path) -> list[Event]:
             gc.enable()
 
 
-def _load(db: sqlite3.Connection) -> list[Event]:
+def last_event(path: Path) -> Event | None:
+    """A ledger's last event (one indexed row, however long the ledger); None if empty or unreadable."""
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            row = db.execute("SELECT seq, mono, wall, source, kind, job, worker, data FROM events "
+                             "ORDER BY seq DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        seq, mono, wall, source, kind, job, worker, data = row
+        return Event(seq, mono, wall, source, kind, job, worker, json.loads(data))
+    except (sqlite3.Error, ValueError):
+        return None
+
+
+def _load(db: sqlite3.Connection, kinds: tuple[str, ...]) -> list[Event]:
     events: list[Event] = []
-    cursor = db.execute("SELECT seq, mono, wall, source, kind, job, worker, data FROM events ORDER BY seq")
+    where = f" WHERE kind IN ({','.join('?' * len(kinds))})" if kinds else ""
+    cursor = db.execute(f"SELECT seq, mono, wall, source, kind, job, worker, data FROM events{where} ORDER BY seq",
+                        kinds)
     while rows := cursor.fetchmany(_LOAD_CHUNK):
         payloads = json.loads("[" + ",".join(row[7] for row in rows) + "]")
         for (seq, mono, wall, source, kind, job, worker, _), data in zip(rows, payloads, strict=True):

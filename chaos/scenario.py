@@ -6,14 +6,13 @@ refused when injected.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from chaos.contract import Contract
+from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.errors import ConfigError
 from chaos.events import Event
 from chaos.faults.base import Scope
@@ -134,10 +133,9 @@ def load_scenario(path: Path) -> Scenario:
         raise ConfigError(f"Scenario {path}: FAULTS = {faults!r}; expected a module-level tuple of the fault kinds "
                           "it injects, e.g. FAULTS = (\"kill\", \"backend_restart\"), or FAULTS = () for none.")
     deadline = getattr(module, "DEADLINE_S", None)
-    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
-                                 or not math.isfinite(deadline) or deadline <= 0):
-        raise ConfigError(f"Scenario {path}: DEADLINE_S = {deadline!r}; expected a finite, positive number of "
-                          "seconds (the longest the run may take).")
+    if deadline is not None and not is_seconds(deadline):
+        raise ConfigError(f"Scenario {path}: DEADLINE_S = {deadline!r}; expected {SECONDS} (the longest the run "
+                          "may take).")
     return Scenario(path.stem, path.resolve(), (module.__doc__ or "").strip(), run, tuple(faults),
                     None if deadline is None else float(deadline))
 

@@ -7,7 +7,6 @@ worker environment, and takes the final `snapshot()` of every job as the queue i
 from __future__ import annotations
 
 import math
-import string
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -16,7 +15,7 @@ from typing import Any, Protocol
 
 from chaos.backends.base import Backend, Endpoint
 from chaos.backends.registry import KINDS
-from chaos.contract import Contract
+from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.errors import ConfigError
 from chaos.usercode import load_module
 
@@ -153,9 +152,9 @@ def load_target(folder: Path) -> Target:
     params, kinds = _load_params(dict(need("params", dict, "a [params] table")) if "params" in raw else {}, file)
     choices = _load_choices(raw.get("choices", {}), params, file)
     grace = raw.get("shutdown_grace_s", DEFAULT_GRACE_S)
-    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not math.isfinite(grace) or grace <= 0:
-        raise ConfigError(f"{file}: shutdown_grace_s = {grace!r}; expected a finite, positive number of seconds "
-                          "(how long workers get to shut down after SIGTERM at the end of a run).")
+    if not is_seconds(grace):
+        raise ConfigError(f"{file}: shutdown_grace_s = {grace!r}; expected {SECONDS} (how long workers get to "
+                          "shut down after SIGTERM at the end of a run).")
     return Target(str(raw.get("name", folder.name)), folder.resolve(), str(raw.get("description", "")), backend,
                   str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, kinds,
                   float(grace))
@@ -202,18 +201,18 @@ def _load_choices(raw: Any, params: dict[str, str], file: Path) -> dict[str, lis
 
 
 def _check_placeholders(argv: list[str], key: str, file: Path) -> None:
-    """Only {python} and {target_dir} are filled in (write {{ and }} for literal braces)."""
+    """Only {python} and {target_dir} are filled in (write {{ and }} for literal braces): each argument is
+    formatted once here, as it will be when a worker starts."""
     for part in argv:
         try:
-            names = [name for _, name, _, _ in string.Formatter().parse(part) if name is not None]
-        except ValueError as exc:
-            raise ConfigError(f"{file}: {key} argument {part!r} has unbalanced braces ({exc}); write {{{{ and }}}} "
-                              "for literal braces.") from exc
-        unknown = [name for name in names if name not in PLACEHOLDERS]
-        if unknown:
-            raise ConfigError(f"{file}: {key} argument {part!r} uses the placeholder {{{unknown[0]}}}, which the "
+            part.format(python="python", target_dir="target_dir")
+        except KeyError as exc:
+            raise ConfigError(f"{file}: {key} argument {part!r} uses the placeholder {{{exc.args[0]}}}, which the "
                               f"suite does not fill in; the placeholders are {{python}} (the suite's interpreter) "
-                              "and {target_dir} (this folder).")
+                              "and {target_dir} (this folder).") from exc
+        except (ValueError, IndexError, AttributeError) as exc:
+            raise ConfigError(f"{file}: {key} argument {part!r} is not a valid command template ({exc}); use "
+                              "{python} and {target_dir} as they are, and write {{ and }} for literal braces.") from exc
 
 
 def _is_of_kind(value: str, kind: str) -> bool:

@@ -21,7 +21,7 @@ def load_module(path: Path, name: str, what: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - the user's code: say where it broke, as one paragraph
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: where it broke, as one paragraph
         raise ConfigError(f"The {what} {path} failed to import ({where(exc, path)}). Fix that file; the suite "
                           "imports it in its own process before the run starts.") from exc
     return module

@@ -76,10 +76,11 @@ class Backend(Protocol):
         raise NotImplementedError
 
     @classmethod
-    def clean_after_killed_run(cls, started: dict[str, Any], url: str | None) -> str:
+    def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
         """Remove what a run whose runner was killed left of this backend, by what its `backend.start`
-        event recorded (`started`), and nothing else; say what was removed ("" for nothing)."""
-        return ""
+        event recorded (`started`), and nothing else. (done, what was removed or what is left and why):
+        not done when something is left that a later clean may remove."""
+        return True, ""
 
     def __enter__(self) -> Self:
         return self.start()

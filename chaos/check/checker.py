@@ -83,20 +83,20 @@ def _harness_error(run: RunHistory) -> str:
     reported (they died at once, or spoke to the sink wrongly). Empty when the run is judgeable."""
     if run.end and run.end.get("status") == "error":
         return f"harness error: {run.end.get('detail', '')}"
+    refused = [f"{e.data.get('status')} {e.data.get('error')}" for e in run.refusals]
+    if refused:
+        # A refused probe is missing from the ledger (a refused effect could hide a duplicate): the run
+        # cannot pass, and the queue is not to blame for the worker's malformed report.
+        return ("the sink refused probes, so the ledger is missing what they reported: " + "; ".join(refused)
+                + ". Fix the target's workers (see the probe protocol in README)")
     enqueued = any(h.enqueued for h in run.jobs.values())
     reported = any(e.kind.startswith(events.PROBE_PREFIX) for h in run.jobs.values() for e in h.events)
     if not enqueued or reported:
         return ""
-    why = ["no worker ever reported a probe, so nothing here is a verdict on the queue (the target's workers, "
-           "or their connection to the sink, are broken)"]
-    why += [f"the sink refused a probe: {e.data.get('status')} {e.data.get('error')}" for e in run.refusals]
-    why += [f"{e.worker} (pid {e.data.get('pid')}) exited on its own with {_how(e)}; its log: {e.data.get('log')}"
-            for e in run.unexpected_exits]
-    return "; ".join(why)
-
-
-def _how(exit: Event) -> str:
-    return f"signal {exit.data['signal']}" if exit.data.get("signal") else f"exit code {exit.data.get('returncode')}"
+    if not run.starts:
+        return "jobs were enqueued but the scenario started no worker: nothing here is a verdict on the queue"
+    return ("no worker ever reported a probe, so nothing here is a verdict on the queue: the target's workers, "
+            "or their connection to the sink, are broken (their exits and logs are listed)")
 
 
 def _exit(exit: Event) -> dict[str, Any]:

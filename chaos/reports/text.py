@@ -66,8 +66,7 @@ def markdown(verdict: Verdict) -> str:
         lines.append(f"- fault `{fault.kind}` on `{fault.target}`: "
                      f"{'exercised' if fault.exercised else '**not exercised**'} ({fault.why})")
     for exit in verdict.exits:
-        lines.append(f"- worker `{exit['worker']}` exited on its own (exit code {exit.get('returncode')}, "
-                     f"signal {exit.get('signal')}); log `{exit.get('log')}`")
+        lines.append(f"- worker `{exit['worker']}` exited on its own ({_how(exit)}); log `{exit.get('log')}`")
     for violation in verdict.violations:
         lines.append(f"- **{violation.kind}** `{violation.job or ''}`: {violation.message}")
     if verdict.error:
@@ -75,6 +74,10 @@ def markdown(verdict: Verdict) -> str:
     if verdict.reproduce:
         lines += ["", f"Reproduce: `{verdict.reproduce}`"]
     return "\n".join(lines)
+
+
+def _how(exit: dict[str, Any]) -> str:
+    return f"signal {exit['signal']}" if exit.get("signal") else f"exit code {exit.get('returncode')}"
 
 
 def _witness_line(entry: dict[str, Any]) -> str:
@@ -102,8 +105,8 @@ def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
     for note in verdict.notes:
         lines.append(f"note: {note}")
     for exit in verdict.exits:
-        how = f"signal {exit['signal']}" if exit.get("signal") else f"exit code {exit.get('returncode')}"
-        lines.append(f"exit {exit['worker']} (pid {exit['pid']}) on its own, {how}; log: {exit.get('log')}")
+        lines.append(f"worker {exit['worker']} (pid {exit['pid']}) exited on its own, {_how(exit)}; "
+                     f"log: {exit.get('log')}")
         lines += [f"    | {line}" for line in exit.get("log_tail", [])]
     for violation in verdict.violations:
         lines.append(f"violation {violation.kind} {violation.job or ''}: {violation.message}")

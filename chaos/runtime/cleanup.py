@@ -1,11 +1,13 @@
-"""What a run whose runner was killed outright (no `finally` ran) left behind: its server's data in the
-run dir, its schema on the user's server. The next run in the same runs dir, or `chaos clean`, finds
-such runs by their ledgers (a start and no end, and the runner recorded there no longer alive) and
-removes what each backend recorded that it made, never anything else; the run's ledger then ends with
-`abandoned`, so it is cleaned once."""
+"""What a run whose runner was killed outright (no `finally` ran) or cut short in its cleanup left
+behind: its server's data in the run dir, its schema on the user's server. The next run in the same
+runs dir, or `chaos clean`, finds such runs by their ledgers (no end, or an interrupted one, and the
+runner recorded there no longer alive on this host) and removes what each backend recorded that it
+made, never anything else; the run's ledger then ends with `abandoned`, so it is cleaned once."""
 
 from __future__ import annotations
 
+import socket
+import sqlite3
 from pathlib import Path
 
 import psutil
@@ -13,35 +15,56 @@ import psutil
 from chaos import events
 from chaos.backends.registry import provider
 from chaos.errors import ChaosError
-from chaos.ledger import Ledger, read_events
+from chaos.ledger import Ledger, last_event, read_events
+
+CLEANABLE_END = "interrupted"  # a run interrupted while cleaning up may have left its data behind
+CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives start times from the boot time, which clock steps move
 
 
-def clean_killed_runs(runs_dir: Path, url: str | None = None) -> list[str]:
-    """One line per killed run found under `runs_dir`, saying what was removed."""
+def clean_killed_runs(runs_dir: Path, url: str | None = None) -> list[tuple[bool, str]]:
+    """Per run found under `runs_dir` that left something: whether all of it is gone now, and a line
+    saying what was removed or what is left and how to remove it."""
     cleaned = []
     for ledger_path in sorted(runs_dir.glob("*/ledger.sqlite")) if runs_dir.is_dir() else []:
+        last = last_event(ledger_path)
+        if last is not None and last.kind == events.RUN_END and last.data.get("status") != CLEANABLE_END:
+            continue  # the common case, a run that ended and cleaned up: one row read
         try:
-            recorded = read_events(ledger_path)
+            recorded = read_events(ledger_path, (events.RUN_START, events.BACKEND_START))
         except ChaosError:
             continue  # not a ledger this suite can read: not ours to touch
         start = next((e.data for e in recorded if e.kind == events.RUN_START), None)
-        if start is None or any(e.kind == events.RUN_END for e in recorded) or _runner_alive(start):
+        if start is None or start.get("host") != socket.gethostname() or _runner_alive(start):
             continue
-        removed = []
-        for started in (e.data for e in recorded if e.kind == events.BACKEND_START):
-            try:
-                backend = provider(str(start.get("backend_kind")), str(started.get("provider"))).backend_class()
-            except ChaosError:
-                continue
-            removed.append(backend.clean_after_killed_run(started, url))
-        done = "; ".join(filter(None, removed)) or "nothing of it was left"
+        outcomes = [_clean(start, e.data, ledger_path.parent, url) for e in recorded if e.kind == events.BACKEND_START]
+        said = "; ".join(what for _, what in outcomes if what)
+        if all(done for done, _ in outcomes):
+            if not said and last is not None and last.kind == events.RUN_END:
+                continue  # an interrupted run that had cleaned up after all
+            said = said or "nothing of it was left"
+            _end(ledger_path, f"its runner (pid {start.get('pid')}) was killed; {said}")
+        cleaned.append((all(done for done, _ in outcomes), f"{ledger_path.parent}: {said}"))
+    return cleaned
+
+
+def _clean(start: dict[str, object], started: dict[str, object], run_dir: Path, url: str | None) -> tuple[bool, str]:
+    try:
+        backend = provider(str(start.get("backend_kind")), str(started.get("provider"))).backend_class()
+    except ChaosError:
+        return False, f"its backend {started.get('provider')!r} is not one this suite knows"
+    return backend.clean_after_killed_run(started, run_dir, url)
+
+
+def _end(ledger_path: Path, detail: str) -> None:
+    """Mark the run abandoned, so it is cleaned once; a ledger that cannot take it is left as it is."""
+    try:
         ledger = Ledger(ledger_path)
         try:
-            ledger.append(events.run_end("abandoned", f"its runner (pid {start.get('pid')}) was killed; {done}"))
+            ledger.append(events.run_end("abandoned", detail))
         finally:
             ledger.close()
-        cleaned.append(f"{ledger_path.parent}: {done}")
-    return cleaned
+    except sqlite3.Error:
+        pass
 
 
 def _runner_alive(start: dict[str, object]) -> bool:
@@ -51,6 +74,6 @@ def _runner_alive(start: dict[str, object]) -> bool:
         return False
     try:
         process = psutil.Process(pid)
-        return born is None or abs(process.create_time() - float(str(born))) < 0.01
+        return not isinstance(born, (int, float)) or abs(process.create_time() - born) < CREATE_TIME_TOLERANCE_S
     except psutil.Error:
         return False

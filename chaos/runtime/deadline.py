@@ -13,6 +13,7 @@ from chaos.contract import Contract
 from chaos.errors import HarnessError
 
 BASE_S = 60.0
+REPEAT_S = 5.0
 PER_RECOVERY_BOUND = 30.0
 
 
@@ -40,7 +41,8 @@ def deadline(seconds: float, doing: Callable[[], str]) -> Iterator[None]:
                           "scenario's DEADLINE_S).")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # Again every few seconds: code that catches every exception (a retry loop) cannot swallow it for good.
+    signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_S)
     try:
         yield
     finally:

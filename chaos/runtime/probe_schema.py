@@ -29,31 +29,38 @@ _REQUIRED = {events.HEARTBEAT: ("ok",), events.ACK: ("ok",)}
 
 
 class BadProbe(ValueError):
-    """The request is not a probe the suite can judge; the message says what was wrong."""
+    """The request is not a probe the suite can judge; the message says what was wrong, `kind` which
+    rule it broke (one per point and field, whatever the value)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def parse(point: str, body: bytes) -> dict[str, Any]:
     """The probe's fields, or BadProbe naming the first problem."""
     if point not in events.POINTS:
-        raise BadProbe(f"unknown probe point {point!r}: expected POST {events.PROBE_PATH}<"
-                       f"{'|'.join(events.POINTS)}>")
+        raise BadProbe(f"unknown probe point {point[:40]!r}: expected POST {events.PROBE_PATH}<"
+                       f"{'|'.join(events.POINTS)}>", "point")
     try:
         probe = json.loads(body, parse_constant=_refuse_constant)
     except RecursionError:
-        raise BadProbe("the JSON body is nested too deeply; a probe is a flat JSON object") from None
+        raise BadProbe("the JSON body is nested too deeply; a probe is a flat JSON object", "depth") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BadProbe(f"the body is not JSON ({exc})") from None
+        raise BadProbe(f"the body is not JSON ({exc})", "json") from None
     if not isinstance(probe, dict):
-        raise BadProbe("the body must be a JSON object of the probe's fields")
+        raise BadProbe("the body must be a JSON object of the probe's fields", "json")
     if _deeper_than(probe, MAX_DEPTH):
-        raise BadProbe(f"the JSON body is nested more than {MAX_DEPTH} levels; a probe is a flat JSON object")
+        raise BadProbe(f"the JSON body is nested more than {MAX_DEPTH} levels; a probe is a flat JSON object",
+                       "depth")
     for name in ("job", *_REQUIRED.get(point, ())):
         if name not in probe:
-            raise BadProbe(f"a {point} probe needs the field {name!r} ({_FIELDS[name][1]})")
+            raise BadProbe(f"a {point} probe needs the field {name!r} ({_FIELDS[name][1]})", f"{point}.{name}")
     for name, value in probe.items():
         check = _FIELDS.get(name)
         if check is not None and not check[0](value):
-            raise BadProbe(f"field {name!r} of a {point} probe must be {check[1]}, not {json.dumps(value)[:80]}")
+            raise BadProbe(f"field {name!r} of a {point} probe must be {check[1]}, not {json.dumps(value)[:80]}",
+                           f"{point}.{name}")
     return probe
 
 

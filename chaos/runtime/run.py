@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
+import socket
 import time
 import traceback
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from chaos.discovery import bundled
 from chaos.errors import ChaosError, ConfigError, NotExercised, ScenarioError
 from chaos.events import Event
 from chaos.faults import KINDS
-from chaos.ledger import Ledger
+from chaos.ledger import Ledger, read_events
 from chaos.reports import write_reports
 from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.context import ScenarioContext
@@ -83,6 +84,8 @@ def reproduce_command(target: Target, scenario: Scenario, seed: int, options: Ru
         argv += ["--backend", options.backend]
     if options.sink_mode != "plain":
         argv += ["--sink-mode", options.sink_mode]
+    if options.deadline_s is not None:
+        argv += ["--deadline", f"{options.deadline_s:g}"]
     return shlex.join(argv)
 
 
@@ -145,7 +148,7 @@ class Run:
         self.options = options
         self.provider = provider(self.target.backend, options.backend)
         check_faults(scenario, self.provider)
-        self.cleaned = clean_killed_runs(options.runs_dir, options.backend_url)
+        self.cleaned = [line for _, line in clean_killed_runs(options.runs_dir, options.backend_url)]
         self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         self.dir = options.runs_dir / f"{stamp}-{self.target.name}-{scenario.name}"
@@ -171,7 +174,8 @@ class Run:
         self.ledger.append(events.run_start(
             target=self.target.name, scenario=self.scenario.name, seed=self.seed, params=self.target.params,
             contract=self.target.contract.to_dict(), backend=self.options.backend, command=self.command,
-            pid=os.getpid(), pid_create_time=psutil.Process().create_time(), backend_kind=self.target.backend,
+            pid=os.getpid(), pid_create_time=psutil.Process().create_time(), host=socket.gethostname(),
+            backend_kind=self.target.backend,
             cleaned=self.cleaned,  # what killed runs in the same runs dir had left, removed before this one
             shutdown_grace_s=self.target.shutdown_grace_s,
         ))
@@ -204,9 +208,10 @@ class Run:
                         f"Scenario {self.scenario.path} raised {type(exc).__name__}: {exc}. Everything the run "
                         f"started was stopped; the scenario's traceback follows.\n{traceback.format_exc()}"
                     ) from exc
+                sink.gates.release_all()  # a probe held at a gate must be able to end its execution
                 activity[0] = "waiting for every execution that made an effect to end"
                 self._wait_executions_ended(max(self.target.shutdown_grace_s, self.target.contract.recovery_bound_s))
-                sink.gates.release_all()
+                activity[0] = "stopping the workers"
                 supervisor.close()
                 activity[0] = "taking the final snapshot"
                 self._snapshot(control)
@@ -215,12 +220,15 @@ class Run:
             raise
         except ChaosError as exc:  # the harness (or the scenario's code) broke: an `error` verdict, reported
             status, detail = "error", str(exc)
+        except SystemExit as exc:  # the target's control code ended the process: never a silent exit
+            status, detail = "error", (f"the target's control code called sys.exit({exc.code!r}) during the run; "
+                                       f"everything the run started was stopped.\n{traceback.format_exc()}")
         except BaseException as exc:  # Ctrl-C, SIGTERM, or a bug in the suite itself
             self.ledger.append(events.run_end("interrupted" if isinstance(exc, KeyboardInterrupt) else "error",
                                               repr(exc)))
             raise
         self.ledger.append(events.run_end(status, detail))
-        ledger = self.ledger.events()
+        ledger = read_events(self.ledger.path)  # what `chaos report` will read: judged alike, whatever happened
         verdict = judge(ledger)
         write_reports(self.dir, verdict, ledger)
         return verdict
@@ -229,8 +237,12 @@ class Run:
         """Let every execution that made an effect end (ack, abandon, or its process's exit) before the
         workers are stopped: a queue's batched acknowledgements must not be lost with its worker."""
         deadline_at = time.monotonic() + timeout
-        while _effecting_executions(self.ledger.events()) and time.monotonic() < deadline_at:
-            time.sleep(0.05)
+        ends = (events.PROBE_ACK, events.PROBE_ABANDON, events.PROCESS_EXIT)
+        while (recorded := self.ledger.events()) and _effecting_executions(recorded):
+            remaining = deadline_at - time.monotonic()
+            if remaining <= 0 or self.ledger.wait_for(lambda e: e.kind in ends, remaining,
+                                                      after=recorded[-1].seq) is None:
+                return
 
     def _snapshot(self, control: Control) -> None:
         states = _settled(control.snapshot, SNAPSHOT_RETRY_S)

@@ -116,19 +116,19 @@ class Sink:
         token = request.headers.get(events.TOKEN_HEADER.lower(), "").encode("latin-1")
         if not secrets.compare_digest(token, self.token.encode()):
             return self._refuse(401, f"missing or wrong {events.TOKEN_HEADER}: send the run's {events.ENV_RUN_TOKEN}",
-                                request.path)
+                                "token", request.path)
         point = request.path.removeprefix(events.PROBE_PATH)
         try:
             probe = probe_schema.parse(point, request.body)
         except probe_schema.BadProbe as exc:
-            return self._refuse(400, str(exc), request.path)
+            return self._refuse(400, str(exc), exc.kind, request.path)
         return 200, self.handle(point, probe, request.peer_alive)
 
-    def _refuse(self, status: int, error: str, path: str) -> tuple[int, dict[str, Any]]:
+    def _refuse(self, status: int, error: str, kind: str, path: str) -> tuple[int, dict[str, Any]]:
         """Journal the first refusal of each kind (not every one: a looping worker must not flood the ledger)."""
         with self._commit_lock:
-            first = error not in self._refusals
-            self._refusals.add(error)
+            first = kind not in self._refusals
+            self._refusals.add(kind)
         if first:
             self.ledger.append(events.probe_refused(status, error, path[:200]))
         return status, {"error": error}

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,11 +66,21 @@ class Supervisor:
             raise HarnessError(f"process {name} is already running")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{name}.log"
+        # A signal handler that raises (the run's deadline) must not strike between the process's start
+        # and its registration here, or the process would be nobody's to stop: hold SIGALRM until then.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        try:
+            return self._start(name, argv, env, role, cwd, log)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+    def _start(self, name: str, argv: list[str], env: dict[str, str], role: str, cwd: Path | None,
+               log: Path) -> Managed:
         try:
             with open(log, "ab") as out:
                 popen = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT, start_new_session=True,
-                                         preexec_fn=die_with_parent())
+                                         preexec_fn=_child_setup(die_with_parent()))
         except FileNotFoundError as exc:
             raise ConfigError(
                 f"Cannot start {role} {name}: the program {argv[0]!r} was not found. Expected an executable "
@@ -163,6 +174,17 @@ class Supervisor:
         leftovers = [proc for managed in running for proc in kill_group(managed.pid)]
         if still := wait_dead(leftovers, 5.0):
             raise HarnessError(f"processes {[proc.pid for proc in still]} survived SIGKILL at the end of the run")
+
+
+def _child_setup(die: Callable[[], None]) -> Callable[[], None]:
+    """In the child before exec: SIGALRM unblocked again (a signal mask survives exec, and queue libraries
+    time jobs out with SIGALRM), and the parent-death signal armed."""
+
+    def setup() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+        die()
+
+    return setup
 
 
 LOG_TAIL_LINES = 15

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -79,7 +80,7 @@ def assert_error_run(result: CliResult, *phrases: str) -> dict[str, Any]:
     assert verdict["verdict"] == "error"
     for phrase in phrases:
         assert phrase in result.stdout + result.stderr, result.stdout + result.stderr
-    assert "Traceback (most recent call last)" not in result.stderr or "scenario" in result.stderr
+    assert "a bug in queue-chaos" not in result.stderr, "the user's mistake is not reported as the suite's"
     assert not run_processes(result.dir)
     return verdict
 
@@ -94,7 +95,7 @@ def test_a_scenario_that_calls_sys_exit_is_a_scenario_error_never_a_silent_pass(
 
 # 2. Every run ends; no NaN ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value", ["inf", "nan", "-inf", "0", "-1"])
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf", "0", "-1", "1e11", "true"])
 def test_contract_numbers_must_be_finite_and_positive(tmp_path: Path, value: str) -> None:
     path = target(tmp_path)
     toml = (path / "target.toml").read_text().replace("recovery_bound_s = 2.0", f"recovery_bound_s = {value}")
@@ -102,6 +103,33 @@ def test_contract_numbers_must_be_finite_and_positive(tmp_path: Path, value: str
     result = run(tmp_path, path, "kill_after_effect_before_ack")
     assert result.code == 2 and "finite, positive number of seconds" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_deadline_beyond_any_timer_is_a_usage_error(tmp_path: Path) -> None:
+    result = run(tmp_path, "pg_lease", "no_faults", "--deadline", "1e12")
+    assert result.code == 2 and "finite, positive number of seconds" in result.stderr, result.stderr
+
+
+def test_sys_exit_in_the_users_code_is_never_a_silent_exit(tmp_path: Path) -> None:
+    at_import = tmp_path / "exits_at_import.py"
+    at_import.write_text('"""Exits as it is imported."""\n\nimport sys\n\nsys.exit(0)\n')
+    result = run(tmp_path, "pg_lease", at_import)
+    assert result.code == 2 and "SystemExit" in result.stderr and "exits_at_import.py" in result.stderr
+    path = target(tmp_path)
+    (path / "control.py").write_text((path / "control.py").read_text()
+                                     + "\n    def setup(self) -> None:\n        raise SystemExit(0)\n")
+    assert_error_run(run(tmp_path, path, "no_faults"), "called sys.exit(0)")
+
+
+def test_a_refused_probe_makes_an_otherwise_passing_run_an_error(tmp_path: Path) -> None:
+    """The worker reports one heartbeat without `ok` (refused), then runs pg_lease's real worker."""
+    sloppy = ('["{python}", "-c", "from chaos import probe\\ntry:\\n    probe.send(\'heartbeat\', \'job-0001\', '
+              'token=\'t\')\\nexcept probe.ProbeError:\\n    pass\\nimport runpy\\n'
+              'runpy.run_path(\'{target_dir}/worker.py\', run_name=\'__main__\')"]')
+    quick = scenario(tmp_path, "ctx.start_worker()\nctx.wait_drained(10)")
+    verdict = assert_error_run(run(tmp_path, target(tmp_path, worker=sloppy), quick),
+                               "the sink refused probes", "a heartbeat probe needs the field 'ok'")
+    assert verdict["counts"]["completed"] == 2, "the queue itself did its work; the run is still no pass"
 
 
 def test_a_run_past_its_deadline_ends_as_an_error_naming_what_it_waited_for(tmp_path: Path) -> None:
@@ -159,7 +187,7 @@ def test_a_runs_dir_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("edit", "phrase"), [
     ({"worker": '["{python}", "{target_dir}/worker.py", "{pythn}"]'}, "uses the placeholder {pythn}"),
-    ({"worker": '["{python}", "{target_dir"]'}, "unbalanced braces"),
+    ({"worker": '["{python}", "{target_dir"]'}, "is not a valid command template"),
     ({"shutdown_grace_s": "nan"}, "shutdown_grace_s = nan"),
 ])
 def test_a_target_toml_mistake_is_a_usage_error(tmp_path: Path, edit: dict[str, str], phrase: str) -> None:
@@ -281,9 +309,13 @@ def test_a_killed_runs_external_schema_is_dropped_and_nothing_else(tmp_path: Pat
     run_dir.mkdir(parents=True)
     ledger = Ledger(run_dir / "ledger.sqlite")
     ledger.append(events.run_start(target="pg_lease", pid=dead.pid, pid_create_time=0.0, backend="external",
-                                   backend_kind="postgres"))
+                                   backend_kind="postgres", host=socket.gethostname()))
     ledger.append(events.backend_start(provider="external", url=mask_password(server.dsn), schema="chaos_killed_run"))
     ledger.close()
+    unknown = chaos("clean", "--runs-dir", str(tmp_path / "runs"), runs_dir=tmp_path,
+                    env={"CHAOS_POSTGRES_URL": ""})
+    assert unknown.code == 1 and "its schema chaos_killed_run may be left" in unknown.stdout, unknown.stdout
+    assert read_events(run_dir / "ledger.sqlite")[-1].kind == "backend.start", "not marked: it can be cleaned later"
     result = chaos("clean", "--runs-dir", str(tmp_path / "runs"), "--backend-url", server.dsn, runs_dir=tmp_path)
     assert result.code == 0 and "dropped its schema chaos_killed_run" in result.stdout, result.stdout + result.stderr
     with psycopg.connect(server.dsn) as conn:

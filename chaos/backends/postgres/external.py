@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import psycopg
@@ -65,18 +66,21 @@ class ExternalPostgres(PostgresBackend):
         return backend
 
     @classmethod
-    def clean_after_killed_run(cls, started: dict[str, Any], url: str | None) -> str:
+    def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
         """Drop the schema a killed run made, when given (or told by CHAOS_POSTGRES_URL) the same server."""
         url = url or os.environ.get(ENV_POSTGRES_URL)
-        schema = str(started.get("schema") or "")
-        if not url or mask_password(url) != started.get("url") or not schema.startswith("chaos_"):
-            return ""
+        schema, recorded = str(started.get("schema") or ""), started.get("url")
+        if not schema.startswith("chaos_"):
+            return True, ""
+        if not url or mask_password(url) != recorded:
+            return False, (f"its schema {schema} may be left on {recorded}: run `chaos clean --backend-url` with "
+                           "that server's URL to drop it")
         try:
             with psycopg.connect(url, connect_timeout=5, autocommit=True) as conn:
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
         except psycopg.Error as exc:
-            return f"could not drop its schema {schema} on {mask_password(url)} ({exc}); drop it by hand"
-        return f"dropped its schema {schema} on {mask_password(url)}"
+            return False, f"could not drop its schema {schema} on {recorded} ({' '.join(str(exc).split())})"
+        return True, f"dropped its schema {schema} on {recorded}"
 
     def start(self) -> Self:
         """Check the server is reachable and create a fresh schema that dsn's search_path points at."""

@@ -114,21 +114,22 @@ class LocalPostgres(PostgresBackend):
         return cls(settings.data_root, settings.on_event).start()
 
     @classmethod
-    def clean_after_killed_run(cls, started: dict[str, Any], url: str | None) -> str:
+    def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
         """SIGKILL whatever of that server still runs (recognised by its unique cluster name and data dir)
-        and delete its data directory."""
-        pgdata, cluster = started.get("pgdata"), started.get("cluster_name")
-        if not pgdata or not cluster or not os.path.isdir(pgdata):
-            return ""
-        ident = ServerIdentity(postgres=str(started.get("postgres")), pgdata=str(pgdata), cluster_name=str(cluster))
+        and delete its data directory: only one in the run's own dir or in a private root of ours, and
+        only a PostgreSQL data directory (it holds PG_VERSION)."""
+        pgdata, cluster = Path(str(started.get("pgdata") or "")).resolve(), str(started.get("cluster_name") or "")
+        ours = (pgdata.parent.parent == run_dir.resolve() or (pgdata.parent.parent == Path(tempfile.gettempdir())
+                                                              and pgdata.parent.name.startswith(PRIVATE_ROOT_PREFIX)))
+        if not cluster or pgdata.name != "pgdata" or not ours or not (pgdata / "PG_VERSION").is_file():
+            return True, ""
+        ident = ServerIdentity(postgres=str(started.get("postgres")), pgdata=str(pgdata), cluster_name=cluster)
         for process in live_processes(ident):
             with contextlib.suppress(psutil.Error):
                 process.kill()
-        shutil.rmtree(pgdata, ignore_errors=True)
-        private = Path(pgdata).parent
-        if private.name.startswith(PRIVATE_ROOT_PREFIX):
-            shutil.rmtree(private, ignore_errors=True)
-        return f"removed its PostgreSQL data directory {pgdata}"
+        shutil.rmtree(pgdata.parent if pgdata.parent.name.startswith(PRIVATE_ROOT_PREFIX) else pgdata,
+                      ignore_errors=True)
+        return True, f"removed its PostgreSQL data directory {pgdata}"
 
     @property
     def pid(self) -> int | None:
