@@ -98,17 +98,13 @@ def check_faults(scenario: Scenario, chosen: Provider) -> None:
                               f"expected among {', '.join(sorted(KINDS))}.")
         missing = KINDS[kind].needs - chosen.capabilities
         if missing:
-            raise ConfigError(f"Scenario {scenario.name} cannot run here: "
-                              + _unavailable(kind, missing, f"{chosen.kind} {chosen.name}"))
+            raise ConfigError(f"Scenario {scenario.name} cannot run here: the {kind} fault needs the backend "
+                              f"capability {', '.join(sorted(missing))}, which the {chosen.kind} {chosen.name} "
+                              "backend does not offer (the suite does not control that server). Run with a provider "
+                              "that has it (the default, --backend local), or pick a scenario without that fault.")
         preflight = KINDS[kind].preflight
         if preflight is not None:
             preflight()
-
-
-def _unavailable(kind: str, missing: frozenset[str], backend_name: str) -> str:
-    return (f"The {kind} fault needs the backend capability {', '.join(sorted(missing))}, which the "
-            f"{backend_name} backend does not offer (the suite does not control that server). Run with a "
-            "provider that has it (the default, --backend local), or pick a scenario without that fault.")
 
 
 def _effecting_executions(ledger: list[Event]) -> set[tuple[str | None, object]]:
@@ -127,14 +123,14 @@ def _effecting_executions(ledger: list[Event]) -> set[tuple[str | None, object]]
 def _settled(read: Callable[[], T], within_s: float) -> T:
     """The queue's final view, read again through transient errors for a while: a backend restarted at
     the end of a scenario drops the control's connection, and its first use after that fails once."""
-    deadline = time.monotonic() + within_s
+    until = time.monotonic() + within_s
     while True:
         try:
             return read()
         except ChaosError:
             raise
         except Exception:
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= until:
                 raise
             time.sleep(0.1)
 
