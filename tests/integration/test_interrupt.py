@@ -6,6 +6,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from chaos.errors import ChaosError
@@ -28,22 +30,28 @@ def wait_for_event(run_dir_parent: Path, kind: str, timeout: float = 60) -> Path
     raise AssertionError(f"no {kind} event within {timeout}s")
 
 
-def test_ctrl_c_while_a_worker_is_stopped_leaves_nothing_behind(tmp_path: Path) -> None:
-    # pg_naive never takes a job from a stopped owner, so the stop lasts its full length: time to interrupt.
+@contextmanager
+def stopped_worker_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """A run of pg_naive x stop_past_deadline, handed over once a worker is stopped: pg_naive never takes
+    a job from a stopped owner, so the stop lasts its full length, time enough to interrupt the run."""
     proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "pg_naive", "--scenario",
                              "stop_past_deadline", "--seed", "1", "--runs-dir", str(tmp_path)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        run_dir = wait_for_event(tmp_path, "fault.applied")
+        yield proc, wait_for_event(tmp_path, "fault.applied")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_ctrl_c_while_a_worker_is_stopped_leaves_nothing_behind(tmp_path: Path) -> None:
+    with stopped_worker_run(tmp_path) as (proc, run_dir):
         events = read_events(run_dir / "ledger.sqlite")
         stopped = next(e for e in events if e.kind == "fault" and e.data["kind"] == "stop")
         assert not any(e.kind == "fault.healed" for e in events), "interrupt must land while the worker is stopped"
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert not run_processes(run_dir), "no worker, server or stopped process may outlive the run"
@@ -56,18 +64,10 @@ def test_ctrl_c_while_a_worker_is_stopped_leaves_nothing_behind(tmp_path: Path) 
 def test_controller_killed_outright_takes_its_workers_and_server_with_it(tmp_path: Path) -> None:
     """SIGKILL of the runner runs no `finally`: the kernel's parent-death signal must end what it started,
     and the ledger it left must still be readable (the verdict: inconclusive, nothing proven)."""
-    proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "pg_naive", "--scenario",
-                             "stop_past_deadline", "--seed", "1", "--runs-dir", str(tmp_path)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        run_dir = wait_for_event(tmp_path, "fault.applied")
+    with stopped_worker_run(tmp_path) as (proc, run_dir):
         assert run_processes(run_dir), "the run's workers and server are up"
         proc.kill()
         proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     deadline = time.monotonic() + 15
     while run_processes(run_dir) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -88,19 +88,11 @@ def test_controller_killed_outright_takes_its_workers_and_server_with_it(tmp_pat
 
 
 def test_three_quick_ctrl_cs_still_end_as_interrupted_and_clean(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "pg_naive", "--scenario",
-                             "stop_past_deadline", "--seed", "1", "--runs-dir", str(tmp_path)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        run_dir = wait_for_event(tmp_path, "fault.applied")
+    with stopped_worker_run(tmp_path) as (proc, run_dir):
         for _ in range(3):
             proc.send_signal(signal.SIGINT)
             time.sleep(0.02)
         _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "could not delete" not in stderr
     assert not run_processes(run_dir)
