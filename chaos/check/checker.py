@@ -118,9 +118,13 @@ def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultRep
     elif any(not f.exercised for f in faults) or len(run.gate_matched) < len(run.gates_armed):
         verdict = "inconclusive"
         notes.append("fault not exercised: a gate never matched or a fault never took effect")
-    if run.end and run.end.get("status") not in (None, "ok") and verdict == "pass":
-        verdict = "inconclusive"
+        notes += [f"gate {gate} ({spec}) never matched" for gate, spec in run.gates_armed.items()
+                  if gate not in run.gate_matched]
+        notes += [f"fault {f.id} ({f.kind} {f.target}) was not exercised: {f.why}" for f in faults if not f.exercised]
+    if run.end and run.end.get("status") not in (None, "ok", "error"):  # an error is the verdict's own `error`
         notes.append(f"the harness reported: {run.end.get('status')}: {run.end.get('detail', '')}")
+        if verdict == "pass":
+            verdict = "inconclusive"
     return verdict, notes
 
 

@@ -97,8 +97,9 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
         return "dead_lettered", _dead_letter_reason(history, contract, snap)
     if where in ("pending", "claimed"):
         owner = f", claimed by {snap['owner']}" if snap.get("owner") else ""
+        claims = len(history.executions)
         return "stuck", (f"still {where}{owner} at the end of the run, past the recovery bound of "
-                         f"{contract.recovery_bound_s}s, after {effects} effect(s)")
+                         f"{contract.recovery_bound_s}s, after {claims} claim(s) and {effects} effect(s)")
     if effects == 0:
         return "lost", f"enqueued but never effected, and the queue reports it {where}"
     if effects == 1:

@@ -24,6 +24,7 @@ from chaos.scenario import Gate, HeldProbe
 from chaos.target import Control, Job
 
 GATE_TIMEOUT_S = 30.0
+WORKERS_CHECK_S = 0.1  # how often a gate wait checks that some worker is still alive to reach it
 SNAPSHOT_POLL_S = 0.05
 
 
@@ -80,9 +81,16 @@ class ScenarioContext:
         return self.sink.arm(spec, job=job, worker=worker, nth=nth)
 
     def wait(self, gate: Gate, timeout: float = GATE_TIMEOUT_S) -> HeldProbe:
+        """Ends at once, inconclusive, when no worker is left alive to send the probe the gate waits for."""
         armed = _armed(gate)
         self._doing(f"waiting for gate {armed.id} ({armed.spec}) to hold a probe")
-        held = HeldProbe.from_probe(armed.wait(timeout))
+        until = time.monotonic() + timeout
+        while not armed.poll(min(WORKERS_CHECK_S, max(0.0, until - time.monotonic()))):
+            if self.launcher.supervisor.all_exited("worker"):
+                raise NotExercised(f"gate {armed.id} ({armed.spec}) can no longer match: every worker has exited")
+            if time.monotonic() >= until:
+                raise NotExercised(f"gate {armed.spec} never matched within {timeout:.1f}s: fault not exercised")
+        held = HeldProbe.from_probe(armed.wait(0.0))
         self._doing("running the scenario")
         return held
 

@@ -81,6 +81,10 @@ class Gate:
         self._matched.set()
         self._released.wait()
 
+    def poll(self, timeout: float) -> bool:
+        """Whether it matched within `timeout` (it never raises)."""
+        return self._matched.wait(timeout)
+
     def wait(self, timeout: float) -> dict[str, Any]:
         """Wait for the match; raises NotExercised (an inconclusive run) when it never comes."""
         if not self._matched.wait(timeout):

@@ -133,6 +133,12 @@ class Supervisor:
             managed.stopped = False
         return hit
 
+    def all_exited(self, role: str) -> bool:
+        """Whether processes of this role were started and none is alive any more."""
+        with self._lock:
+            started = [m for m in self.processes.values() if m.role == role]
+        return bool(started) and not any(m.alive for m in started)
+
     def kill(self, name: str, scope: Scope = "tree") -> list[int]:
         return self.signal(name, signal.SIGKILL, scope)
 

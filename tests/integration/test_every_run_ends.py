@@ -322,3 +322,12 @@ def test_a_killed_runs_external_schema_is_dropped_and_nothing_else(tmp_path: Pat
         schemas = {row[0] for row in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'chaos_%'")}
     assert schemas == {"chaos_someone_elses"}
     assert read_events(run_dir / "ledger.sqlite")[-1].data["status"] == "abandoned"
+
+
+def test_a_gate_no_worker_is_left_to_reach_ends_its_wait_at_once(tmp_path: Path) -> None:
+    waits = scenario(tmp_path, "gate = ctx.arm('after:effect', job='job-0001')\nctx.start_worker()\n"
+                               "ctx.start_worker()\nctx.wait(gate, 30.0)")
+    began = time.monotonic()
+    result = run(tmp_path, target(tmp_path, worker='["false"]'), waits)
+    assert time.monotonic() - began < 15, "the wait ended when the last worker exited, not after 30 s"
+    assert "gate g1 (after:effect job=job-0001) can no longer match: every worker has exited" in result.stdout

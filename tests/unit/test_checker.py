@@ -185,3 +185,19 @@ def test_a_fault_kind_without_a_registered_proof_is_not_exercised_never_pass() -
     assert verdict.verdict == "inconclusive"
     (fault,) = verdict.faults
     assert not fault.exercised and "no registered proof" in fault.why
+
+
+def test_a_job_retried_forever_says_how_many_times_it_was_claimed() -> None:
+    h = History().enqueue("a")
+    for attempt in range(5):
+        h.claim("a", "w1", f"t{attempt}").abandon("a", "w1", f"t{attempt}", reason="handler failed")
+    verdict = judge(h.claim("a", "w2", "t5").snapshot_with(a={"state": "claimed", "owner": "w2"}).events)
+    (violation,) = verdict.violations
+    assert violation.kind == "stuck" and "after 6 claim(s) and 0 effect(s)" in violation.message
+
+
+def test_an_inconclusive_run_names_the_gate_that_never_matched_and_its_spec() -> None:
+    h = History().enqueue("a").armed("g1", "after:effect job=zz", "zz").execute("a", "w1").snapshot(a="done")
+    verdict = judge(h.events)
+    assert verdict.verdict == "inconclusive"
+    assert "gate g1 (after:effect job=zz) never matched" in verdict.notes
