@@ -15,6 +15,7 @@ from chaos.events import Event
 from chaos.reports import timeline
 
 WITNESS_LINES = 40
+WITNESS_QUIET = ("argv", "create_time", "log", "log_tail")  # data too long for a witness line (verdict.json has it)
 
 
 def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> None:
@@ -81,7 +82,7 @@ def _how(exit: dict[str, Any]) -> str:
 
 
 def _witness_line(entry: dict[str, Any]) -> str:
-    data = " ".join(f"{k}={v}" for k, v in sorted(entry["data"].items()) if k not in ("argv", "create_time"))
+    data = " ".join(f"{k}={v}" for k, v in sorted(entry["data"].items()) if k not in WITNESS_QUIET)
     who = " ".join(f"{k}={entry[k]}" for k in ("job", "worker") if entry.get(k))
     return f"#{entry['seq']:<5} +{entry['t']:8.3f}s  {entry['kind']:<16} {who} {data}".rstrip()
 
