@@ -18,6 +18,7 @@ from chaos.events import Event, Record
 AT_LEAST_ONCE = Contract(recovery_bound_s=2.0, lease_s=1.0, heartbeat_s=0.25)
 WALL_ORIGIN = 1_700_000_000.0
 PID = 4242
+SETTLE_S = 2.5  # a run's wait for recovery before its final snapshot: past AT_LEAST_ONCE's recovery bound
 
 
 class History:
@@ -149,12 +150,19 @@ class History:
     # -- the end -----------------------------------------------------------------------------------
 
     def snapshot(self, **states: str) -> History:
-        return self.snapshot_with(**{job: {"state": state} for job, state in states.items()})
+        """A final snapshot of job states, taken after the recovery bound (as a run that waited takes it)."""
+        return self.final_snapshot({job: {"state": state} for job, state in states.items()}, SETTLE_S)
 
-    def snapshot_with(self, **states: dict[str, Any]) -> History:
-        """A final snapshot with full job states, e.g. a={"state": "dead", "attempts": 3}."""
+    def snapshot_with(self, *, dt: float = SETTLE_S, **states: dict[str, Any]) -> History:
+        """A final snapshot with full job states, e.g. a={"state": "dead", "attempts": 3}, taken `dt` after
+        the last event (by default after the recovery bound)."""
+        return self.final_snapshot(states, dt)
+
+    def final_snapshot(self, states: dict[str, dict[str, Any]], dt: float) -> History:
         for job, state in states.items():
             detail = {k: v for k, v in state.items() if k not in ("state", "owner", "attempts")}
-            self.record(events.snapshot(job, state["state"], state.get("owner"), state.get("attempts"), detail))
+            self.record(events.snapshot(job, state["state"], state.get("owner"), state.get("attempts"), detail),
+                        dt=dt)
+            dt = 0.01
         self.record(events.snapshot_taken(len(states)))
         return self.record(events.run_end("ok", ""))

@@ -17,8 +17,8 @@ from typing import Any
 
 from chaos import events
 from chaos.check.fault_reports import fault_reports, recovery_summary
-from chaos.check.history import RunHistory
-from chaos.check.judgement import judge_job
+from chaos.check.history import JobHistory, RunHistory
+from chaos.check.judgement import judge_job, unsettled_for
 from chaos.check.scan import scan
 from chaos.check.verdict import OUTCOMES, FaultReport, Verdict, Violation
 from chaos.contract import Contract
@@ -64,6 +64,10 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         anomalies += allowed
     faults = fault_reports(run)
     verdict, notes = _verdict(run, violations, faults)
+    unsettled = [_unsettled(run.jobs[job], contract) for job, outcome in outcomes.items() if outcome == "unsettled"]
+    notes += unsettled
+    if unsettled and verdict == "pass":
+        verdict = "inconclusive"
     grace = run.start.get("shutdown_grace_s", "?")
     notes += [f"{e.worker} (pid {e.data.get('pid')}) did not stop within the shutdown grace of {grace}s after "
               "SIGTERM and was SIGKILLed: whatever it still had to report was lost (raise the target's "
@@ -76,6 +80,17 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
                    contract.to_dict(), _counts(run, outcomes), outcomes, faults, violations, recovery_summary(run),
                    str(start.get("command", "")), notes, error or None, anomalies,
                    [_exit(e) for e in run.unexpected_exits])
+
+
+def _unsettled(history: JobHistory, contract: Contract) -> str:
+    """Why a job still waiting for its recovery at the end is not called stuck."""
+    bound = contract.recovery_bound_s
+    elapsed = unsettled_for(history, bound) or 0.0
+    fault, owner = history.lost or ("?", "?")
+    state = (history.snapshot or {}).get("state", "?")
+    return (f"{history.job} was still {state} {elapsed:.3f}s after fault {fault} took its owner {owner}, "
+            f"{bound - elapsed:.3f}s before its recovery bound of {bound}s: the scenario ended too soon to "
+            "tell whether it would have been recovered")
 
 
 def _harness_error(run: RunHistory) -> str:

@@ -69,7 +69,7 @@ class JobHistory:
     built per job, on the hot path)."""
 
     __slots__ = ("job", "enqueued", "poison", "events", "effects", "executions", "by_key", "latest",
-                 "lost_owner_at", "lost", "recoveries", "findings", "snapshot")
+                 "lost_owner_at", "lost", "recoveries", "findings", "snapshot", "snapshot_at")
 
     def __init__(self, job: str) -> None:
         self.job = job
@@ -85,6 +85,7 @@ class JobHistory:
         self.recoveries: list[Recovery] = []
         self.findings: list[Finding] = []
         self.snapshot: dict[str, Any] | None = None
+        self.snapshot_at: float | None = None  # when the final snapshot saw it
 
     def workers(self) -> set[str]:
         return {e.worker for e in self.events if e.worker is not None}

@@ -96,6 +96,8 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
     if where == "dead":
         return "dead_lettered", _dead_letter_reason(history, contract, snap)
     if where in ("pending", "claimed"):
+        if unsettled_for(history, contract.recovery_bound_s) is not None:
+            return "unsettled", ""  # its owner was lost too recently to call it stuck: not judged
         owner = f", claimed by {snap['owner']}" if snap.get("owner") else ""
         claims = len(history.executions)
         return "stuck", (f"still {where}{owner} at the end of the run, past the recovery bound of "
@@ -122,6 +124,15 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
     if contract.delivery != "at-least-once":
         return "redelivered", f"{effects} effects under a {contract.delivery} contract"
     return "redelivered", ""
+
+
+def unsettled_for(history: JobHistory, bound: float) -> float | None:
+    """Seconds between a fault taking the job's owner and the final snapshot, when the job was still
+    waiting for its recovery and the recovery bound had not yet passed then; else None."""
+    if history.lost_owner_at is None or history.snapshot_at is None:
+        return None
+    elapsed = history.snapshot_at - history.lost_owner_at
+    return elapsed if elapsed < bound else None
 
 
 def _overlap(history: JobHistory) -> tuple[Execution, Execution] | None:

@@ -90,6 +90,7 @@ def _on_enqueue(run: RunHistory, history: JobHistory, event: Event) -> None:
 
 def _on_snapshot(run: RunHistory, history: JobHistory, event: Event) -> None:
     history.snapshot = event.data
+    history.snapshot_at = event.mono
 
 
 def _on_abandon(run: RunHistory, history: JobHistory, event: Event) -> None:

@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 3, "inconclusive": 4}
-OUTCOMES = ("completed", "redelivered", "overlapped", "lost", "stuck", "dead_lettered", "unexpected", "unknown")
+OUTCOMES = ("completed", "redelivered", "overlapped", "lost", "stuck", "dead_lettered", "unexpected", "unsettled",
+            "unknown")
 
 
 @dataclass(frozen=True)

@@ -331,3 +331,14 @@ def test_a_gate_no_worker_is_left_to_reach_ends_its_wait_at_once(tmp_path: Path)
     result = run(tmp_path, target(tmp_path, worker='["false"]'), waits)
     assert time.monotonic() - began < 15, "the wait ended when the last worker exited, not after 30 s"
     assert "gate g1 (after:effect job=job-0001) can no longer match: every worker has exited" in result.stdout
+
+
+def test_a_scenario_that_kills_and_ends_at_once_is_inconclusive_not_a_false_stuck(tmp_path: Path) -> None:
+    abrupt = tmp_path / "abrupt.py"
+    abrupt.write_text('"""Kills the owner after its effect and ends at once."""\n\nFAULTS = ("kill",)\n\n\n'
+                      "def run(ctx):\n    ctx.enqueue(1)\n    gate = ctx.arm('after:effect', job='job-0001')\n"
+                      "    ctx.start_worker()\n    ctx.kill_held(gate)\n")
+    result = run(tmp_path, "pg_lease", abrupt)
+    assert result.code == 4, result.stdout + result.stderr
+    assert result.verdict["jobs"] == {"job-0001": "unsettled"} and not result.verdict["violations"]
+    assert "job-0001 was still claimed" in result.stdout and "the scenario ended too soon" in result.stdout

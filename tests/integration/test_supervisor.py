@@ -17,9 +17,10 @@ from chaos.ledger import Ledger
 from chaos.runtime.supervisor import Supervisor
 
 # A parent that starts a child and then sleeps: a two-process tree, like a pool supervisor and its child.
+# It writes to its log before it forks, so a test that has seen the child knows the line is in the log.
 TREE = [sys.executable, "-c",
-        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
-        "print('tree up', flush=True); time.sleep(60)"]
+        "import subprocess, sys, time; print('tree up', flush=True);"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"]
 
 
 def wait_children(sup: Supervisor, name: str, count: int) -> list[psutil.Process]:

@@ -201,3 +201,17 @@ def test_an_inconclusive_run_names_the_gate_that_never_matched_and_its_spec() ->
     verdict = judge(h.events)
     assert verdict.verdict == "inconclusive"
     assert "gate g1 (after:effect job=zz) never matched" in verdict.notes
+
+
+def test_a_job_whose_owner_was_lost_too_recently_is_not_called_stuck() -> None:
+    h = History().enqueue("a").claim("a", "w1").effect("a", "w1").kill("w1")
+    verdict = judge(h.snapshot_with(dt=0.008, a={"state": "claimed", "owner": "w1"}).events)
+    assert verdict.verdict == "inconclusive" and verdict.jobs == {"a": "unsettled"} and not verdict.violations
+    (note,) = [n for n in verdict.notes if n.startswith("a was still claimed")]
+    assert "before its recovery bound of 2.0s" in note and "fault f1 took its owner w1" in note
+
+
+def test_near_miss_past_the_recovery_bound_the_same_job_is_stuck() -> None:
+    h = History().enqueue("a").claim("a", "w1").effect("a", "w1").kill("w1")
+    verdict = judge(h.snapshot_with(dt=2.01, a={"state": "claimed", "owner": "w1"}).events)
+    assert verdict.verdict == "fail" and [v.kind for v in verdict.violations] == ["stuck"]
