@@ -22,7 +22,6 @@ class Provider:
     kind: str
     name: str
     backend: str
-    summary: str
 
     def backend_class(self) -> type[Backend]:
         module, _, cls = self.backend.partition(":")

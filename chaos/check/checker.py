@@ -63,15 +63,7 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         violations += found
         anomalies += allowed
     faults = fault_reports(run)
-    verdict, notes = _verdict(run, violations, faults)
-    unsettled = [_unsettled(run.jobs[job], contract) for job, outcome in outcomes.items() if outcome == "unsettled"]
-    notes += unsettled
-    if unsettled and verdict == "pass":
-        verdict = "inconclusive"
-    grace = run.start.get("shutdown_grace_s", "?")
-    notes += [f"{e.worker} (pid {e.data.get('pid')}) did not stop within the shutdown grace of {grace}s after "
-              "SIGTERM and was SIGKILLed: whatever it still had to report was lost (raise the target's "
-              "shutdown_grace_s)" for e in run.forced_exits]
+    verdict, notes = _verdict(run, violations, faults, outcomes, contract)
     error = _harness_error(run)
     if error:
         verdict = "error"
@@ -121,8 +113,10 @@ def _exit(exit: Event) -> dict[str, Any]:
             "log": exit.data.get("log"), "log_tail": list(exit.data.get("log_tail") or [])}
 
 
-def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultReport]) -> tuple[str, list[str]]:
-    """fail on any violation; else pass only when the run proved something: snapshot taken, faults landed."""
+def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultReport], outcomes: dict[str, str],
+             contract: Contract) -> tuple[str, list[str]]:
+    """fail on any violation; else pass only when the run proved something: snapshot taken, faults landed,
+    every job settled. (A harness error, `_harness_error`, overrides all of it.)"""
     notes: list[str] = []
     verdict = "pass"
     if violations:
@@ -140,6 +134,14 @@ def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultRep
         notes.append(f"the harness reported: {run.end.get('status')}: {run.end.get('detail', '')}")
         if verdict == "pass":
             verdict = "inconclusive"
+    unsettled = [_unsettled(run.jobs[job], contract) for job, outcome in outcomes.items() if outcome == "unsettled"]
+    notes += unsettled
+    if unsettled and verdict == "pass":
+        verdict = "inconclusive"
+    grace = run.start.get("shutdown_grace_s", "?")
+    notes += [f"{e.worker} (pid {e.data.get('pid')}) did not stop within the shutdown grace of {grace}s after "
+              "SIGTERM and was SIGKILLed: whatever it still had to report was lost (raise the target's "
+              "shutdown_grace_s)" for e in run.forced_exits]
     return verdict, notes
 
 

@@ -13,12 +13,7 @@ from chaos.backends.registry import Provider
 
 class Environment:
     def __init__(self, provider: Provider, settings: BackendSettings) -> None:
-        self.provider = provider
         self.backend: Backend = provider.open(settings)
-
-    @property
-    def capabilities(self) -> frozenset[str]:
-        return self.backend.capabilities
 
     def endpoint_for(self, worker: str) -> Endpoint:
         """Where `worker` reaches the backend."""

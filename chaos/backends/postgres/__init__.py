@@ -8,8 +8,8 @@ Importing this package is cheap: a provider's server code is imported when a run
 from chaos.backends.registry import Provider
 
 PROVIDERS = {
-    "local": Provider("postgres", "local", "chaos.backends.postgres.local:LocalPostgres",
-                      "a private server on a free port, in the run dir (default)"),
-    "external": Provider("postgres", "external", "chaos.backends.postgres.external:ExternalPostgres",
-                         "your server (--backend-url or CHAOS_POSTGRES_URL); a fresh schema per run"),
+    # local: a private server on a free port, in the run dir (the default)
+    "local": Provider("postgres", "local", "chaos.backends.postgres.local:LocalPostgres"),
+    # external: your server (--backend-url or CHAOS_POSTGRES_URL), a fresh schema per run
+    "external": Provider("postgres", "external", "chaos.backends.postgres.external:ExternalPostgres"),
 }
