@@ -11,14 +11,14 @@ from chaos.errors import ConfigError
 MAX_SECONDS = 1_000_000.0  # eleven days: longer than any run, short enough for every timer the suite sets
 SECONDS = f"a finite, positive number of seconds (at most {MAX_SECONDS:.0f})"
 DELIVERY = ("at-least-once", "at-most-once", "exactly-once-effect")
+STALE_ACK = ("rejected", "accepted")
+OVERLAP = ("never", "after-lease-loss")
 
 
 def is_seconds(value: object) -> bool:
     """A duration the suite can wait for: a number (not a boolean), finite, positive, at most MAX_SECONDS."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
             and 0 < value <= MAX_SECONDS)
-STALE_ACK = ("rejected", "accepted")
-OVERLAP = ("never", "after-lease-loss")
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,12 @@ class Contract:
     stale_ack: str = "rejected"
     overlap: str = "never"
     max_attempts: int | None = None
+    # The queue stops work it lost: an effect after the execution's own extension failed is a violation
+    # (else an anomaly reported with its exposure time).
+    watchdog: bool = False
+    # How much sooner than its owner's lease allows a reclaim may be reported before it is `early_reclaim`:
+    # a probe reaches the ledger a little after the database committed what it reports. Default: 10% of lease_s.
+    lease_tolerance_s: float | None = None
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], where: str) -> Contract:
@@ -44,14 +50,23 @@ class Contract:
         for key, allowed in (("delivery", DELIVERY), ("stale_ack", STALE_ACK), ("overlap", OVERLAP)):
             if key in raw and raw[key] not in allowed:
                 raise ConfigError(f"{where}: contract {key} = {raw[key]!r}; expected one of {', '.join(allowed)}.")
-        for key in ("recovery_bound_s", "lease_s", "heartbeat_s"):
+        for key in ("recovery_bound_s", "lease_s", "heartbeat_s", "lease_tolerance_s"):
             value = raw.get(key)
             if value is not None and not is_seconds(value):
                 raise ConfigError(f"{where}: contract {key} = {value!r}; expected {SECONDS}.")
         attempts = raw.get("max_attempts")
         if attempts is not None and (isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1):
             raise ConfigError(f"{where}: contract max_attempts = {attempts!r}; expected a positive integer.")
+        if "watchdog" in raw and not isinstance(raw["watchdog"], bool):
+            raise ConfigError(f"{where}: contract watchdog = {raw['watchdog']!r}; expected true or false.")
         return cls(**raw)
+
+    @property
+    def reclaim_tolerance_s(self) -> float:
+        """How much sooner than a lease's end a reclaim may be reported (see `lease_tolerance_s`)."""
+        if self.lease_tolerance_s is not None:
+            return self.lease_tolerance_s
+        return 0.1 * (self.lease_s or 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

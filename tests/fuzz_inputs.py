@@ -9,7 +9,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-CONTRACT_KEYS = ["recovery_bound_s", "delivery", "lease_s", "heartbeat_s", "stale_ack", "overlap", "max_attempts"]
+CONTRACT_KEYS = ["recovery_bound_s", "delivery", "lease_s", "heartbeat_s", "stale_ack", "overlap", "max_attempts",
+                 "watchdog", "lease_tolerance_s"]
 
 scalars = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**6), st.booleans(),
                     st.text(max_size=12), st.sampled_from(["at-least-once", "rejected", "never", "postgres"]))

@@ -15,7 +15,7 @@ from chaos import events
 from chaos.contract import Contract
 from chaos.events import Event, Record
 
-AT_LEAST_ONCE = Contract(recovery_bound_s=2.0, lease_s=1.0, heartbeat_s=0.25)
+AT_LEAST_ONCE = Contract(recovery_bound_s=2.0)  # no lease: ownership ends with its owner (row or advisory locks)
 WALL_ORIGIN = 1_700_000_000.0
 PID = 4242
 SETTLE_S = 2.5  # a run's wait for recovery before its final snapshot: past AT_LEAST_ONCE's recovery bound

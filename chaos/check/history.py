@@ -25,7 +25,8 @@ class Execution:
     """One claim of a job by (worker, token), until its ack, abandon, process exit or kill.
     Compared and hashed by identity."""
 
-    __slots__ = ("job", "worker", "token", "pid", "claim", "end", "ended_by", "effects", "superseded_by")
+    __slots__ = ("job", "worker", "token", "pid", "claim", "end", "ended_by", "effects", "superseded_by",
+                 "extended_at", "lost_at", "late_beats", "stale_extended", "covered")
 
     def __init__(self, job: str, worker: str, token: Any, pid: Any, claim: Event) -> None:
         self.job = job
@@ -37,6 +38,11 @@ class Execution:
         self.ended_by: str | None = None
         self.effects = 0
         self.superseded_by: Execution | None = None  # the next claim of the job (ownership moved on)
+        self.extended_at = claim.mono  # its last accepted claim or extension
+        self.lost_at: Event | None = None  # its failed extension, unless a later one succeeded
+        self.late_beats = 0  # heartbeats reported after it was superseded
+        self.stale_extended = False  # a stale extension of it was found (reported once)
+        self.covered = False  # claimed while a fault suspended its worker: the claim may predate the fault
 
     def who(self) -> str:
         return f"{self.worker} (token {self.token})" if self.token is not None else f"{self.worker} (no token)"
@@ -51,6 +57,16 @@ class Finding:
     message: str
     exposure_s: float | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Reclaim:
+    """A claim that took the job from an owner that had not released it (no ack or abandon): rule 3
+    compares it with the owner's lease, which only the contract knows."""
+
+    owner: Execution
+    claimer: Execution
+    excused: bool  # a fault suspended the owner, so its last extension's report may have come late
 
 
 @dataclass(slots=True)
@@ -69,7 +85,7 @@ class JobHistory:
     built per job, on the hot path)."""
 
     __slots__ = ("job", "enqueued", "poison", "events", "effects", "executions", "by_key", "latest",
-                 "lost_owner_at", "lost", "recoveries", "findings", "snapshot", "snapshot_at")
+                 "lost_owner_at", "lost", "recoveries", "reclaims", "findings", "snapshot", "snapshot_at")
 
     def __init__(self, job: str) -> None:
         self.job = job
@@ -83,6 +99,7 @@ class JobHistory:
         self.lost_owner_at: float | None = None
         self.lost: tuple[str, str] | None = None  # (fault id, owner) of the pending loss
         self.recoveries: list[Recovery] = []
+        self.reclaims: list[Reclaim] = []
         self.findings: list[Finding] = []
         self.snapshot: dict[str, Any] | None = None
         self.snapshot_at: float | None = None  # when the final snapshot saw it
@@ -132,6 +149,8 @@ class RunHistory:
     owner_faulted: dict[str, int] = field(default_factory=dict)
     everyone_faulted: int = -1
     always_excused: set[str] = field(default_factory=set)
+    suspended: dict[str, int] = field(default_factory=dict)  # worker -> faults suspending it now
+    suspended_since: dict[str, int] = field(default_factory=dict)  # worker -> seq of its last suspending fault
     watched: dict[str, list[FaultHistory]] = field(default_factory=dict)  # worker -> faults watching its probes
     context: dict[str, list[Event]] = field(default_factory=dict)  # faults and process events, by worker
     start: dict[str, Any] = field(default_factory=dict)  # the run.start event's data

@@ -5,11 +5,15 @@
 - dead letters: a job ending dead after a number of claims != contract.max_attempts (when set), or a
   job enqueued with fail=false ending dead, is a `dead_lettered` violation.
 - a recovery past contract.recovery_bound_s is a `recovery_bound_exceeded` violation.
+- `early_reclaim` (with a contract lease_s): a claim that took the job from an owner that had not released
+  it, sooner than the owner's lease allowed: before its last accepted claim or extension plus lease_s,
+  less contract.reclaim_tolerance_s. (A kill does not excuse it: a lease outlives its owner.)
 
-Event-proven anomalies (premature reclaim, stale ack, effect after lease loss, recovery bound) are judged
-even when the final snapshot is missing; outcome-based ones (lost, stuck, redelivered, overlapped, dead
-letters) need the snapshot. Allowed anomalies (a late effect under after-lease-loss + at-least-once, a
-stale ack under stale_ack = accepted) are returned apart, for `Verdict.anomalies`.
+Event-proven anomalies (premature or early reclaim, stale ack or extension, effect after lease loss, work
+after known loss, recovery bound) are judged even when the final snapshot is missing; outcome-based ones
+(lost, stuck, redelivered, overlapped, dead letters) need the snapshot. Allowed anomalies (a late effect
+under after-lease-loss + at-least-once, a stale ack or extension under stale_ack = accepted, work after
+a known loss without a watchdog) are returned apart, with their exposure, for `Verdict.anomalies`.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ def judge_job(history: JobHistory, contract: Contract,
               run: RunHistory) -> tuple[str, list[Violation], list[dict[str, Any]]]:
     """The job's outcome, the violations it shows under the contract, and the anomalies the contract allows."""
     outcome, reason = _outcome(history, contract, run)
-    if not reason and not history.findings and not history.recoveries:
+    if not reason and not history.findings and not history.recoveries and not history.reclaims:
         return outcome, [], []  # the common case
     witness: list[dict[str, Any]] | None = None
 
@@ -59,26 +63,55 @@ def judge_job(history: JobHistory, contract: Contract,
                 f"owner {recovery.owner}, past the recovery bound of {bound}s",
                 {"recovery_s": round(recovery.seconds, 4), "bound_s": bound, "fault": recovery.fault,
                  "owner": recovery.owner, "by": recovery.by}))
+    found += [violation("early_reclaim", why, detail) for why, detail in _early_reclaims(history, contract, run)]
     return outcome, found, allowed
 
 
+def _early_reclaims(history: JobHistory, contract: Contract, run: RunHistory) -> list[tuple[str, dict[str, Any]]]:
+    """Each reclaim reported sooner than the owner's lease allowed (the reports' times are upper bounds of
+    the commits, hence the tolerance); none without a lease in the contract."""
+    lease = contract.lease_s
+    if lease is None:
+        return []
+    tolerance = contract.reclaim_tolerance_s
+    early = []
+    for reclaim in history.reclaims:
+        owner, claimer = reclaim.owner, reclaim.claimer
+        soon = owner.extended_at + lease - claimer.claim.mono
+        if reclaim.excused or soon <= tolerance:
+            continue
+        early.append((f"{claimer.who()} claimed it at {run.at(claimer.claim)}, {soon:.3f}s before the lease of "
+                      f"{owner.who()} could have expired: its last accepted claim or extension was reported at "
+                      f"+{owner.extended_at - (run.origin or 0.0):.3f}s and lease_s = {lease}s (tolerance "
+                      f"{tolerance:.3f}s); the queue does not enforce its lease",
+                      {"claimer": claimer.worker, "claimer_token": claimer.token, "owner": owner.worker,
+                       "owner_token": owner.token, "early_s": round(soon, 4), "lease_s": lease}))
+    return early
+
+
 def _allowed(kind: str, contract: Contract) -> bool:
-    if kind == "stale_ack_accepted":
+    if kind in ("stale_ack_accepted", "stale_extension_accepted"):
         return contract.stale_ack == "accepted"
+    if kind == "work_after_known_loss":
+        return not contract.watchdog
     if kind == "effect_after_lease_loss":
         return contract.overlap == "after-lease-loss" and contract.delivery == "at-least-once"
     return False  # premature_reclaim: a queue that reclaims from a live, healthy owner breaks its own ownership
 
 
 def _allowed_by(kind: str, contract: Contract) -> str:
-    if kind == "stale_ack_accepted":
+    if kind in ("stale_ack_accepted", "stale_extension_accepted"):
         return "allowed: stale_ack = accepted"
+    if kind == "work_after_known_loss":
+        return "allowed: the contract promises no watchdog (watchdog = false)"
     return f"allowed: overlap = {contract.overlap}, delivery = {contract.delivery}"
 
 
 def _forbidden_by(kind: str, contract: Contract) -> str:
-    if kind == "stale_ack_accepted":
+    if kind in ("stale_ack_accepted", "stale_extension_accepted"):
         return f"; the contract says stale_ack = {contract.stale_ack}"
+    if kind == "work_after_known_loss":
+        return "; the contract says watchdog = true (the queue stops work it lost)"
     if kind == "effect_after_lease_loss":
         return f"; the contract says overlap = {contract.overlap}, delivery = {contract.delivery}"
     return ""

@@ -10,6 +10,17 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
 - `stale_ack_accepted`: an accepted ack by an execution that had been superseded.
 - `effect_after_lease_loss`: an accepted effect by a superseded execution; exposure = effect time -
   the superseding claim's time.
+- `stale_extension_accepted`: a heartbeat reported `ok` by a superseded execution, when an earlier
+  heartbeat of the same execution was already reported after the superseding claim. (One execution's
+  heartbeats are sequential, so that extension began after the claim was in the ledger, hence after it
+  committed; the first late report alone may be an extension that committed before the claim and
+  whose report came late.)
+- `work_after_known_loss`: an accepted effect by an execution whose own extension had failed (and no
+  later one succeeded): it went on with work it knew it had lost.
+- reclaims: a claim that takes the job from an owner that had not released it is kept (`Reclaim`) with
+  the owner's last accepted claim or extension, for the lease rule the contract judges (`early_reclaim`).
+- coverage: a claim reported while a fault suspends its worker (a SIGSTOP) may have been made before
+  the fault, so that fault covers it: its owner counts as faulted since its claim.
 - recovery: a fault whose kind takes the owner (a kill, stop or restart of the owner's worker, a
   backend restart while the job was owned) loses the owner; recovery = next claim - the fault's
   applied time (0 when the claim landed between the fault's journal entry and its applied record). An
@@ -21,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from chaos import events
-from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, JobHistory, Recovery, RunHistory
+from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, JobHistory, Reclaim, Recovery, RunHistory
 from chaos.events import Event
 from chaos.faults.base import FaultKind
 
@@ -134,13 +145,17 @@ def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
     worker = event.worker or "?"
     token = event.data.get("token")
     execution = Execution(history.job, worker, token, event.data.get("pid"), event)
+    execution.covered = run.suspended.get(worker, 0) > 0
     previous = history.latest
     if previous is not None:
         if previous.worker == worker and previous.token == token:
             _end(run, previous, event, "reclaim")  # the same claim again: not a competitor
         else:
             previous.superseded_by = execution
-            if _taken_from_healthy_owner(run, previous):
+            if not _released(previous):
+                excused = previous.covered or run.suspended_since.get(previous.worker, -1) > previous.claim.seq
+                history.reclaims.append(Reclaim(previous, execution, excused))
+            if not execution.covered and _taken_from_healthy_owner(run, previous):
                 held = event.mono - previous.claim.mono
                 when = ("still owned it" if previous.end is None else
                         f"had lost it to this claim (it gave it up at {run.at(previous.end)}, reported before the "
@@ -167,6 +182,14 @@ def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
     owned.add(execution)
 
 
+def _released(execution: Execution) -> bool:
+    """Did the owner give the job back (an ack, or an abandon other than one because it had lost it)?"""
+    end = execution.end
+    if execution.ended_by == "ack":
+        return True
+    return execution.ended_by == "abandon" and end is not None and end.data.get("reason") != "lost"
+
+
 def _taken_from_healthy_owner(run: RunHistory, previous: Execution) -> bool:
     """A reclaim is premature when the owner was alive and unfaulted and either still in its handler, or
     had just given the job up because it lost it (a worker reports its claim after committing it, so the
@@ -181,8 +204,8 @@ def _taken_from_healthy_owner(run: RunHistory, previous: Execution) -> bool:
 def _owner_faulted(run: RunHistory, execution: Execution) -> bool:
     """Did a fault that excuses a reclaim reach the owner (since its claim, or from its start)?"""
     since = execution.claim.seq
-    return (run.owner_faulted.get(execution.worker, -1) > since or execution.worker in run.always_excused
-            or run.everyone_faulted > since)
+    return (execution.covered or run.owner_faulted.get(execution.worker, -1) > since
+            or execution.worker in run.always_excused or run.everyone_faulted > since)
 
 
 def _on_effect(run: RunHistory, history: JobHistory, event: Event) -> None:
@@ -202,6 +225,41 @@ def _on_effect(run: RunHistory, history: JobHistory, event: Event) -> None:
             f"(claimed at {run.at(winner.claim)}, effect at {run.at(event)})",
             exposure, {"worker": execution.worker, "token": execution.token, "claimer": winner.worker,
                        "claimer_token": winner.token, "exposure_s": round(exposure, 4)}))
+    lost = execution.lost_at
+    if lost is not None:
+        exposure = event.mono - lost.mono
+        history.findings.append(Finding(
+            "work_after_known_loss", event.seq,
+            f"{execution.who()} made an accepted effect at {run.at(event)}, {exposure:.3f}s after its own lease "
+            f"extension failed (at {run.at(lost)}) with no later one succeeding: it went on with work it knew "
+            "it had lost", exposure,
+            {"worker": execution.worker, "token": execution.token, "exposure_s": round(exposure, 4)}))
+
+
+def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
+    execution = _execution(history, event)
+    if execution is None:
+        return
+    ok = bool(event.data.get("ok"))
+    winner = execution.superseded_by
+    if winner is not None:
+        execution.late_beats += 1
+        if ok and execution.late_beats > 1 and not execution.stale_extended:
+            execution.stale_extended = True
+            exposure = event.mono - winner.claim.mono
+            history.findings.append(Finding(
+                "stale_extension_accepted", event.seq,
+                f"{execution.who()} extended its lease successfully at {run.at(event)}, {exposure:.3f}s after "
+                f"{winner.who()} had claimed the job (at {run.at(winner.claim)}), and after an earlier "
+                "extension of it was reported: the queue extended a lease it no longer granted", exposure,
+                {"worker": execution.worker, "token": execution.token, "claimer": winner.worker,
+                 "claimer_token": winner.token, "exposure_s": round(exposure, 4)}))
+    if ok:
+        if winner is None:
+            execution.extended_at = event.mono
+        execution.lost_at = None
+    elif execution.lost_at is None:
+        execution.lost_at = event
 
 
 def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
@@ -228,6 +286,7 @@ def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
 
 _JOB_HANDLERS: dict[str, Callable[[RunHistory, JobHistory, Event], None]] = {
     events.PROBE_CLAIM: _on_claim, events.PROBE_EFFECT: _on_effect, events.PROBE_ACK: _on_ack,
+    events.PROBE_HEARTBEAT: _on_heartbeat,
     events.PROBE_ABANDON: _on_abandon, events.ENQUEUE: _on_enqueue, events.SNAPSHOT: _on_snapshot,
 }
 
@@ -242,6 +301,9 @@ def _on_fault(run: RunHistory, event: Event) -> None:
     if rule.takes_owner:
         fault.victims = _reached(run, rule, fault.target)
     _excuse(run, rule, fault.target, event.seq)
+    if rule.suspends and fault.target:
+        run.suspended[fault.target] = run.suspended.get(fault.target, 0) + 1
+        run.suspended_since[fault.target] = event.seq
     if rule.watch_probe is not None and fault.target:
         run.watched.setdefault(fault.target, []).append(fault)
 
@@ -325,6 +387,8 @@ def _on_process_or_backend(run: RunHistory, event: Event) -> None:
         fault = run.faults.get(event.data.get("id", ""))
         if fault is not None:
             fault.healed = event
+            if fault.rule.suspends and fault.target and run.suspended.get(fault.target):
+                run.suspended[fault.target] -= 1
     elif kind == events.BACKEND_RESTART:
         run.backend_restarts.append(event)
         run.everyone_faulted = max(run.everyone_faulted, event.seq)

@@ -59,6 +59,10 @@ class FaultKind:
     # A reclaim from an owner this fault reached is not premature: "since_claim" when the fault came
     # after the owner's claim, "always" when the owner ran under it from the start (a skewed clock).
     excuses: Literal["since_claim", "always", "never"] = "never"
+    # Its target is frozen while it lasts (journal to heal): a probe the target had in flight, or was
+    # about to send, reaches the ledger late. So a claim reported meanwhile may have been made before it,
+    # and the times of the target's reports are only upper bounds.
+    suspends: bool = False
     prove: Proof | None = None
     # Looks at each probe of its target while the run is scanned (a skewed clock shows on probes).
     watch_probe: Callable[[FaultHistory, Event], None] | None = None

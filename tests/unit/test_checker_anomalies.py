@@ -20,6 +20,8 @@ from tests.history import AT_LEAST_ONCE, History
 # pg_lease's contract: overlap and a late effect are allowed once the owner lost its lease
 LEASE = Contract(recovery_bound_s=2.0, delivery="at-least-once", lease_s=1.0, heartbeat_s=0.25,
                  stale_ack="rejected", overlap="after-lease-loss", max_attempts=3)
+# the same promises on a lock that ends with its owner's session (pg_txlock): a reclaim may follow at once
+LOCK = replace(LEASE, lease_s=None, heartbeat_s=None)
 
 
 def kinds(verdict: Verdict) -> list[tuple[str, str | None]]:
@@ -183,7 +185,7 @@ def test_reclaim_after_a_backend_restart_during_the_execution_is_not_premature()
 def test_reclaim_while_a_backend_restart_is_under_way_is_not_premature() -> None:
     # The server ends the owner's session before restart() returns, so the reclaim lands between the
     # fault's journal entry and its application record (seen on pg_txlock).
-    h = History(LEASE).enqueue("a").claim("a", "w1")
+    h = History(LOCK).enqueue("a").claim("a", "w1")
     h.add("fault", None, "backend", id="f1", kind="backend_restart", target="backend", gate=None, mode="immediate")
     h.execute("a", "w2").add("backend.restart", mode="immediate", old_pid=1, new_pid=2, down_s=0.2)
     h.add("fault.applied", None, "backend", id="f1", mode="immediate").abandon("a", "w1")
@@ -197,7 +199,7 @@ def test_theft_reported_after_the_healthy_owner_gave_the_job_up_is_premature() -
     h = History(LEASE).enqueue("a").claim("a", "w1").heartbeat("a", "w1", ok=False)
     h.add("probe.abandon", "a", "w1", token="w1-a", reason="lost").execute("a", "w2")
     verdict = judge(h.snapshot(a="done").events)
-    assert kinds(verdict) == [("premature_reclaim", "a")]
+    assert kinds(verdict) == [("premature_reclaim", "a"), ("early_reclaim", "a")]
     assert "had lost it to this claim" in verdict.violations[0].message
 
 
@@ -222,10 +224,10 @@ def test_the_exit_of_an_older_incarnation_does_not_end_the_current_one() -> None
 
 def test_a_restarted_worker_reclaiming_its_own_job_is_a_recovery_not_a_premature_reclaim() -> None:
     h = History(LEASE).enqueue("a").start("w1", 4242).claim("a", "w1", "t1", pid=4242).restart("w1")
-    h.claim("a", "w1", "t2", pid=4343, dt=0.8).effect("a", "w1", "t2").ack("a", "w1", "t2")
+    h.claim("a", "w1", "t2", pid=4343, dt=1.2).effect("a", "w1", "t2").ack("a", "w1", "t2")
     verdict = judge(h.snapshot(a="done").events)
     assert verdict.verdict == "pass", verdict.violations
-    assert verdict.recovery["jobs"] == {"a": [pytest.approx(0.8)]}
+    assert verdict.recovery["jobs"] == {"a": [pytest.approx(1.2)]}
 
 
 # -- effect_after_lease_loss ---------------------------------------------------------------------
@@ -258,7 +260,7 @@ def test_effect_after_lease_loss_is_a_violation_when_delivery_is_not_at_least_on
 
 
 def test_effect_before_the_competing_claim_has_no_exposure() -> None:
-    h = History(LEASE).enqueue("a").claim("a", "w1").effect("a", "w1").kill("w1").execute("a", "w2", dt=0.8)
+    h = History(LEASE).enqueue("a").claim("a", "w1").effect("a", "w1").kill("w1").execute("a", "w2", dt=1.2)
     verdict = judge(h.snapshot(a="done").events)
     assert verdict.verdict == "pass" and verdict.anomalies == []
 
@@ -495,7 +497,7 @@ def test_overlap_premature_and_exposure_match_a_pairwise_reference(schedule: lis
 
 
 def test_a_claim_between_a_restart_and_its_applied_record_is_an_immediate_recovery() -> None:
-    h = History(LEASE).enqueue("a").start("w1", 4242).claim("a", "w1", pid=4242)
+    h = History(LOCK).enqueue("a").start("w1", 4242).claim("a", "w1", pid=4242)
     h.add("fault", None, "w1", id="f1", kind="restart", target="w1", gate=None).exit("w1", 4242).start("w1", 4343)
     h.claim("a", "w2").add("fault.applied", None, "w1", id="f1", pids=[4242], new_pid=4343)
     verdict = judge(h.effect("a", "w2").ack("a", "w2").snapshot(a="done").events)

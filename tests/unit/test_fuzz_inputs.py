@@ -24,7 +24,7 @@ FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 
 
 def finite_numbers(contract: Contract) -> bool:
-    numbers = [contract.recovery_bound_s, contract.lease_s, contract.heartbeat_s]
+    numbers = [contract.recovery_bound_s, contract.lease_s, contract.heartbeat_s, contract.lease_tolerance_s]
     return all(n is None or (math.isfinite(n) and n > 0) for n in numbers)
 
 
