@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
                           "DEADLINE_S, else 60 + 30 x the contract's recovery_bound_s)")
     run.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                      help="override a target parameter from target.toml (repeatable)")
+    run.add_argument("-c", "--contract", action="append", default=[], metavar="KEY=VALUE",
+                     help="judge against a contract key other than target.toml's, e.g. -c watchdog=true "
+                          "(a TOML value; repeatable)")
     report = sub.add_parser("report", help="recompute the verdict of a run from its ledger alone")
     report.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="show the targets and scenarios found")
@@ -58,12 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _overrides(pairs: list[str]) -> dict[str, str]:
+def _overrides(pairs: list[str], flag: str = "-p", example: str = "heartbeat=inline") -> dict[str, str]:
     overrides = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise ConfigError(f"-p {pair!r}: expected KEY=VALUE, e.g. -p heartbeat=inline.")
+            raise ConfigError(f"{flag} {pair!r}: expected KEY=VALUE, e.g. {flag} {example}.")
         overrides[key] = value
     return overrides
 
@@ -92,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
     target = find_target(args.target)
     scenario = find_scenario(args.scenario)
     options = RunOptions(args.seed, args.runs_dir, _provider(args), args.backend_url, args.sink_mode,
-                         _overrides(args.param), args.deadline)
+                         _overrides(args.param), args.deadline, _overrides(args.contract, "-c", "watchdog=true"))
     result = run_scenario(target, scenario, options)
     print(summary(result.verdict, result.dir))
     if result.verdict.error:

@@ -1,6 +1,11 @@
 """The known-answer matrix, as data beside the bundled targets (targets/known_answers.toml): which
 verdict each target and variant must give on each scenario, every time, and which violation it must
-name. The matrix test, the README check and the repeat benchmark all read it from here."""
+name. The matrix test, the README check, the repeat and the mutation-score benchmarks read it from here.
+
+Every target the file calls `correct` passes every bundled scenario: a pass cell is made for each pair
+the file does not list itself, so a new scenario is a known answer for every correct target at once.
+The listed cells are the ones with something to say (a broken variant and the violation that catches
+it, exact counts, a recovery bound), and README's table shows exactly those."""
 
 from __future__ import annotations
 
@@ -25,14 +30,17 @@ class Cell:
     max_recovery_s: float | None = None
     counts: dict[str, int] = field(default_factory=dict)
     witness_order: tuple[str, ...] = ()
+    contract: tuple[str, ...] = ()  # `-c key=value`: a promise the variant is held to beyond target.toml's
+    rule: str | None = None  # for a broken variant: the rule it breaks
+    listed: bool = True  # written in the file (else made for a correct target)
 
     @property
     def variant(self) -> str:
-        return " ".join([self.target, *self.params])
+        return " ".join([self.target, *self.params, *(f"-c {c}" for c in self.contract)])
 
     @property
     def id(self) -> str:
-        return "-".join([self.target, *self.params, self.scenario])
+        return "-".join([self.target, *self.params, *self.contract, self.scenario])
 
     @property
     def exit_code(self) -> int:
@@ -44,6 +52,8 @@ class Cell:
                 "--runs-dir", str(runs_dir)]
         for param in self.params:
             args += ["-p", param]
+        for key in self.contract:
+            args += ["-c", key]
         return args
 
 
@@ -52,13 +62,42 @@ def matrix_file() -> Path:
 
 
 def load(path: Path | None = None) -> list[Cell]:
+    """The listed cells, then a pass cell for each correct target and bundled scenario not listed."""
     file = path or matrix_file()
+    raw = _read(file)
     try:
-        raw: dict[str, Any] = tomllib.loads(file.read_text())
-        return [_cell(entry) for entry in raw["cell"]]
-    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"{file} is not a readable known-answer matrix ({exc!r}): expected [[cell]] tables "
-                          "with target, scenario and verdict (pass or fail).") from exc
+        listed = [_cell(entry) for entry in raw["cell"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _unreadable(file, exc) from exc
+    plain = {(c.target, c.scenario) for c in listed if not c.params and not c.contract}
+    made = [Cell(target, scenario, "pass", listed=False) for target in correct_targets(file)
+            for scenario in bundled_scenarios() if (target, scenario) not in plain]
+    return listed + made
+
+
+def correct_targets(path: Path | None = None) -> list[str]:
+    """The targets that must pass every scenario (except where a listed cell says otherwise)."""
+    file = path or matrix_file()
+    correct = _read(file).get("correct", [])
+    if not isinstance(correct, list):
+        raise _unreadable(file, TypeError(f"correct = {correct!r}"))
+    return [str(target) for target in correct]
+
+
+def bundled_scenarios() -> list[str]:
+    return sorted(p.stem for p in bundled("scenarios").glob("*.py") if not p.name.startswith("_"))
+
+
+def _read(file: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(file.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise _unreadable(file, exc) from exc
+
+
+def _unreadable(file: Path, exc: Exception) -> ConfigError:
+    return ConfigError(f"{file} is not a readable known-answer matrix ({exc!r}): expected [[cell]] tables with "
+                       "target, scenario and verdict (pass or fail), and correct = [target, ...].")
 
 
 def _cell(entry: dict[str, Any]) -> Cell:
@@ -66,4 +105,4 @@ def _cell(entry: dict[str, Any]) -> Cell:
         raise ValueError(f"verdict {entry['verdict']!r}")
     return Cell(entry["target"], entry["scenario"], entry["verdict"], entry.get("violation"),
                 tuple(entry.get("params", ())), entry.get("max_recovery_s"), dict(entry.get("counts", {})),
-                tuple(entry.get("witness_order", ())))
+                tuple(entry.get("witness_order", ())), tuple(entry.get("contract", ())), entry.get("rule"))

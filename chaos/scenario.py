@@ -69,7 +69,8 @@ class Context(Protocol):
         `clock` fault). Returns its name."""
 
     def arm(self, spec: str, *, job: str | None = None, worker: str | None = None, nth: int = 1) -> Gate:
-        """Arm a gate such as "after:effect": the nth matching probe is held until released."""
+        """Arm a gate such as "after:effect": the nth probe passing its filters (counting those other gates
+        hold) is held until released. `worker` must name a worker already started."""
 
     def wait(self, gate: Gate, timeout: float = ...) -> HeldProbe:
         """Wait until `gate` holds a probe."""

@@ -103,6 +103,14 @@ class Target:
             params[key] = value
         return replace(self, params=params)
 
+    def with_contract(self, overrides: dict[str, str]) -> Target:
+        """Apply `-c key=value` overrides (each value read as TOML, else as a string), checked as target.toml's are."""
+        if not overrides:
+            return self
+        raw = {k: v for k, v in self.contract.to_dict().items() if v is not None}
+        raw.update({key: _toml_value(value) for key, value in overrides.items()})
+        return replace(self, contract=Contract.from_dict(raw, f"target {self.name} with -c overrides"))
+
     def command(self, argv: list[str]) -> list[str]:
         return [part.format(python=sys.executable, target_dir=str(self.path)) for part in argv]
 
@@ -162,6 +170,14 @@ def load_target(folder: Path) -> Target:
 
 _KIND_EXAMPLES = {"integer": "an integer", "number": "a finite number", "boolean": "true or false",
                   "string": "a string"}
+
+
+def _toml_value(text: str) -> Any:
+    """`true`, `2.5` or `"x"` as TOML reads them; anything else (a bare word such as `rejected`) as a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
 
 
 def _load_params(raw: dict[str, Any], file: Path) -> tuple[dict[str, str], dict[str, str]]:

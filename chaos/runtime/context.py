@@ -11,7 +11,7 @@ from typing import Any
 
 from chaos import events
 from chaos.contract import Contract
-from chaos.errors import ChaosError, HarnessError, NotExercised
+from chaos.errors import ChaosError, ConfigError, HarnessError, NotExercised
 from chaos.events import Event
 from chaos.faults import backend_restart, clock, kill, restart, stop
 from chaos.faults.base import Scope
@@ -78,6 +78,12 @@ class ScenarioContext:
     # -- gates and observations ------------------------------------------------------------------
 
     def arm(self, spec: str, *, job: str | None = None, worker: str | None = None, nth: int = 1) -> Gate:
+        """Refuses a `worker=` filter naming no worker started yet: such a gate could never match."""
+        started = self.launcher.supervisor.processes
+        if worker is not None and worker not in started:
+            known = ", ".join(sorted(started)) or "none yet"
+            raise ConfigError(f"Scenario: ctx.arm({spec!r}, worker={worker!r}) names no worker of this run (started: "
+                              f"{known}). Start the worker before arming a gate on it, or leave worker= out.")
         return self.sink.arm(spec, job=job, worker=worker, nth=nth)
 
     def wait(self, gate: Gate, timeout: float = GATE_TIMEOUT_S) -> HeldProbe:

@@ -2,6 +2,9 @@
 
 A gate is armed on `before:<point>` or `after:<point>` with filters; the nth matching probe is held
 (its HTTP answer withheld) until released. So a fault lands in an exact window, not a timed guess.
+`nth` counts every probe that passes the gate's filters, whether or not another gate holds it too: two
+gates on `after:claim job=x`, with nth=1 and nth=2, hold the job's first and second claims. A probe
+several gates take is held until every one of them is released.
 """
 
 from __future__ import annotations
@@ -76,9 +79,11 @@ class Gate:
         self.probe = dict(probe, point=point)
         return True
 
-    def hold(self) -> None:
-        """Announce the match (only after the sink journaled it, so the ledger leads) and block."""
+    def announce(self) -> None:
+        """Make the match visible to waiters (only after the sink journaled it, so the ledger leads)."""
         self._matched.set()
+
+    def block(self) -> None:
         self._released.wait()
 
     def poll(self, timeout: float) -> bool:
@@ -101,7 +106,7 @@ class Gate:
 
 
 class GateTable:
-    """The armed gates of one sink; matching is atomic so exactly one probe is held per gate."""
+    """The armed gates of one sink; matching is atomic, so each gate holds exactly one probe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -111,12 +116,10 @@ class GateTable:
         with self._lock:
             self._gates.append(gate)
 
-    def match(self, when: str, point: str, probe: dict[str, Any]) -> Gate | None:
+    def match(self, when: str, point: str, probe: dict[str, Any]) -> list[Gate]:
+        """Every gate that holds this probe (each gate counts it, whichever others take it)."""
         with self._lock:
-            for gate in self._gates:
-                if gate.offer(when, point, probe):
-                    return gate
-        return None
+            return [gate for gate in self._gates if gate.offer(when, point, probe)]
 
     def release_all(self) -> None:
         with self._lock:

@@ -58,6 +58,7 @@ class RunOptions:
     sink_mode: str = "plain"
     overrides: dict[str, str] = field(default_factory=dict)
     deadline_s: float | None = None  # else the scenario's DEADLINE_S, else one derived from the contract
+    contract: dict[str, str] = field(default_factory=dict)  # `-c key=value`: contract keys to judge against instead
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ def reproduce_command(target: Target, scenario: Scenario, seed: int, options: Ru
     argv = ["chaos", "run", "--target", target_ref, "--scenario", scenario_ref, "--seed", str(seed)]
     for key, value in sorted(options.overrides.items()):
         argv += ["-p", f"{key}={value}"]
+    for key, value in sorted(options.contract.items()):
+        argv += ["-c", f"{key}={value}"]
     if options.backend != "local":
         argv += ["--backend", options.backend]
     if options.sink_mode != "plain":
@@ -139,7 +142,7 @@ class Run:
     """A run's directory and ledger; `execute()` once, inside a with-block that closes the ledger."""
 
     def __init__(self, target: Target, scenario: Scenario, options: RunOptions) -> None:
-        self.target = target.with_params(options.overrides)
+        self.target = target.with_params(options.overrides).with_contract(options.contract)
         self.scenario = scenario
         self.options = options
         self.provider = provider(self.target.backend, options.backend)

@@ -93,7 +93,7 @@ class Sink:
     def handle(self, point: str, probe: dict[str, Any], client_alive: Callable[[], bool]) -> dict[str, Any]:
         """Run one probe through gates and the ledger; returns the answer body."""
         before = self.gates.match("before", point, probe)
-        if before is not None:
+        if before:
             self._held(before, point, probe)
             if not client_alive():
                 self.ledger.append(events.probe_dropped(point, probe["job"], probe.get("worker"), probe,
@@ -107,7 +107,7 @@ class Sink:
             event = self.ledger.append(events.probe(point, probe["job"], probe.get("worker"), data))
         answer["seq"] = event.seq
         after = self.gates.match("after", point, probe)
-        if after is not None:
+        if after:
             self._held(after, point, dict(probe, seq=event.seq))
         return answer
 
@@ -133,7 +133,12 @@ class Sink:
             self.ledger.append(events.probe_refused(status, error, path[:200]))
         return status, {"error": error}
 
-    def _held(self, gate: Gate, point: str, probe: dict[str, Any]) -> None:
-        self.ledger.append(events.gate_matched(gate.id, str(gate.spec), point, probe["job"], probe.get("worker"),
-                                               probe.get("pid")))
-        gate.hold()
+    def _held(self, gates: list[Gate], point: str, probe: dict[str, Any]) -> None:
+        """Journal each gate's match, announce them all, then hold the probe until every one is released."""
+        for gate in gates:
+            self.ledger.append(events.gate_matched(gate.id, str(gate.spec), point, probe["job"], probe.get("worker"),
+                                                   probe.get("pid")))
+        for gate in gates:
+            gate.announce()
+        for gate in gates:
+            gate.block()

@@ -3,13 +3,15 @@
 Correct (the defaults): the claim predicate includes `lease_expires_at`, FOR UPDATE SKIP LOCKED, a
 random claim token, a heartbeat thread that extends only while `claim_token` and status still match
 (RowsAffected() == 1), a watchdog that stops the handler when an extension fails, a conditional ack,
-and every timestamp from the database's clock.
+attempts counted against max_attempts, and every timestamp from the database's clock. Each parameter
+breaks one of those rules (target.toml lists them).
 """
 
 from __future__ import annotations
 
 import datetime
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -17,17 +19,24 @@ from chaos import probe
 from chaos.worker import JobFailed, WorkerSettings, log, retrying, run_handler, settings, stop_flag
 from chaos.worker.postgres import TRANSIENT, Db, serve
 
-CLAIM = """
+CLAIMABLE = """
+SELECT id FROM jobs
+WHERE (status = 'pending' AND available_at <= {now})
+   OR (status = 'claimed' AND lease_expires_at < {now} + make_interval(secs => %(early)s))
+ORDER BY id"""
+TAKE = """
 UPDATE jobs SET status = 'claimed', claim_token = %(token)s, claimed_by = %(worker)s,
        lease_expires_at = {now} + make_interval(secs => %(lease)s), attempts = attempts + 1
-WHERE id = (SELECT id FROM jobs
-            WHERE (status = 'pending' AND available_at <= {now})
-               OR (status = 'claimed' AND lease_expires_at < {now})
-            ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1)
+WHERE id = {which}
 RETURNING id, payload, attempts"""
-EXTEND = """
-UPDATE jobs SET lease_expires_at = {now} + make_interval(secs => %(lease)s)
-WHERE id = %(job)s AND claim_token = %(token)s AND status = 'claimed'"""
+CLAIM = TAKE.format(which="(" + CLAIMABLE + " FOR UPDATE SKIP LOCKED LIMIT 1)", now="{now}")
+RACY_WINDOW_S = 0.05  # the racy claim's gap between reading a claimable id and taking it
+EXTEND = {
+    "token": "UPDATE jobs SET lease_expires_at = {now} + make_interval(secs => %(lease)s) "
+             "WHERE id = %(job)s AND claim_token = %(token)s AND status = 'claimed'",
+    "any": "UPDATE jobs SET lease_expires_at = {now} + make_interval(secs => %(lease)s) "
+           "WHERE id = %(job)s AND status = 'claimed'",
+}
 STILL_OWNED = """
 SELECT 1 FROM jobs WHERE id = %(job)s AND claim_token = %(token)s AND status = 'claimed'
                      AND lease_expires_at > {now}"""
@@ -35,11 +44,13 @@ ACK = {
     "conditional": "UPDATE jobs SET status = 'done', lease_expires_at = NULL "
                    "WHERE id = %(job)s AND claim_token = %(token)s AND status = 'claimed'",
     "unconditional": "UPDATE jobs SET status = 'done', lease_expires_at = NULL WHERE id = %(job)s",
+    "status": "UPDATE jobs SET status = 'done', lease_expires_at = NULL WHERE id = %(job)s AND status = 'claimed'",
 }
 FAIL = """
-UPDATE jobs SET status = CASE WHEN attempts >= %(max_attempts)s THEN 'dead' ELSE 'pending' END,
+UPDATE jobs SET status = CASE WHEN attempts {past} %(max_attempts)s THEN 'dead' ELSE 'pending' END,
        available_at = now(), claim_token = NULL, lease_expires_at = NULL
 WHERE id = %(job)s AND claim_token = %(token)s AND status = 'claimed'"""
+DEAD_PAST = {"counted": ">=", "off_by_one": ">"}  # dead after max_attempts claims, or one more
 
 
 class LeaseDb(Db):
@@ -60,7 +71,8 @@ class Heartbeat:
 
     def beat(self) -> bool:
         try:
-            rows, _ = self.db.run(EXTEND, {"job": self.job, "token": self.token, "lease": self.cfg.lease_s})
+            rows, _ = self.db.run(EXTEND[self.cfg.param("extend")],
+                                  {"job": self.job, "token": self.token, "lease": self.cfg.lease_s})
             ok = rows == 1
         except TRANSIENT as exc:
             log(f"heartbeat for {self.job} failed: {exc!r}")
@@ -98,9 +110,9 @@ def process(db: LeaseDb, hb_db: LeaseDb, cfg: WorkerSettings, stop: threading.Ev
         except JobFailed as exc:
             heartbeat.stop()
             probe.abandon(job, token, reason="handler failed")  # before the update that frees the job
-            rows, _ = retrying(lambda: db.run(FAIL, {"job": job, "token": token,
-                                                     "max_attempts": cfg.contract.get("max_attempts") or 1}),
-                               TRANSIENT, stop)
+            fail = FAIL.replace("{past}", DEAD_PAST[cfg.param("attempts")])
+            args = {"job": job, "token": token, "max_attempts": cfg.contract.get("max_attempts") or 1}
+            rows, _ = retrying(lambda: db.run(fail, args), TRANSIENT, stop)
             log(f"{job} failed ({exc}); requeued or dead-lettered: {rows == 1}")
             return
         if watchdog and not (finished and checkpoint(db, heartbeat, mode, job, token, stop)):
@@ -124,8 +136,18 @@ def checkpoint(db: LeaseDb, heartbeat: Heartbeat, mode: str, job: str, token: st
 
 
 def claim(db: LeaseDb) -> tuple[str, dict[str, Any], int, str] | None:
+    """Take the first claimable job; the `early` variant counts a lease as over half a lease before its end."""
     token = uuid.uuid4().hex
-    _, rows = db.run(CLAIM, {"token": token, "lease": db.cfg.lease_s})
+    args = {"token": token, "lease": db.cfg.lease_s,
+            "early": db.cfg.lease_s / 2 if db.cfg.param("reclaim") == "early" else 0.0}
+    if db.cfg.param("claim") == "racy":
+        _, found = db.run(CLAIMABLE + " LIMIT 1", args)
+        if not found:
+            return None
+        time.sleep(RACY_WINDOW_S)  # another worker reads the same id meanwhile, and both take it
+        _, rows = db.run(TAKE.format(which="%(id)s", now="{now}"), dict(args, id=found[0][0]))
+    else:
+        _, rows = db.run(CLAIM, args)
     return (*rows[0], token) if rows else None
 
 

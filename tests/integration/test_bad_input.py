@@ -149,6 +149,23 @@ def test_a_fault_the_scenario_did_not_declare_is_refused_and_everything_stopped(
     assert result.run_dir is not None and not run_processes(result.run_dir)
 
 
+def test_a_gate_on_a_worker_that_does_not_exist_is_refused_when_armed(tmp_path: Path) -> None:
+    scenario = tmp_path / "typo.py"
+    scenario.write_text('"""Gates a worker it never started."""\n\nFAULTS = ()\n\n\n'
+                        "def run(ctx):\n    ctx.start_worker()\n    ctx.arm('after:claim', worker='w9')\n")
+    result = chaos("run", "--target", "pg_lease", "--scenario", str(scenario), "--runs-dir", str(tmp_path / "runs"))
+    assert_usage_error(result, "worker='w9'", "started: w1")
+    assert result.run_dir is not None and not run_processes(result.run_dir)
+
+
+def test_a_contract_override_is_checked_as_target_toml_is(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "pg_lease", "--scenario", "no_faults", "-c", "watchdog=maybe",
+                   "--runs-dir", str(tmp_path))
+    assert_usage_error(result, "watchdog = 'maybe'", "true or false")
+    result = chaos("run", "--target", "pg_lease", "--scenario", "no_faults", "-c", "watchdog", "--runs-dir", str(tmp_path))
+    assert_usage_error(result, "-c 'watchdog'", "KEY=VALUE")
+
+
 def test_a_clock_fault_without_libfaketime_is_refused_before_anything_starts(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(clock, "FAKETIME_GLOBS", (str(tmp_path / "nowhere" / "libfaketime.so.1"),))

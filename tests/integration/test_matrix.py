@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.known_answers import Cell, load
+from chaos.known_answers import Cell, bundled_scenarios, correct_targets, load
 from chaos.leftovers import run_processes
 from tests.integration.runner import REPO, chaos
 
@@ -52,7 +52,22 @@ def test_cell(cell: Cell, tmp_path: Path) -> None:
 
 def test_readme_matrix_matches_the_known_answers() -> None:
     readme = (REPO / "README.md").read_text()
-    table = readme[readme.index("## Known answers"):]
-    rows = set(re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| (\w+) \| `?([\w-]+)`? \|", table, re.MULTILINE))
-    expected = {(cell.variant, cell.scenario, cell.verdict, cell.violation or "none") for cell in MATRIX}
+    section = readme[readme.index("## Known answers"):]
+    rows = set(re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| (\w+) \| `?([\w-]+)`? \|", section, re.MULTILINE))
+    expected = {(cell.variant, cell.scenario, cell.verdict, cell.violation or "none") for cell in MATRIX if cell.listed}
     assert rows == expected
+    named = re.search(r"against\s+every correct target\*\*\s+\(([^)]*)\)", section)
+    assert named is not None and re.findall(r"`(\w+)`", named.group(1)) == correct_targets()
+    assert f"every cell ({len(MATRIX)})" in section
+
+
+def test_every_correct_target_has_a_passing_cell_for_every_scenario() -> None:
+    cells = {(cell.target, cell.scenario): cell for cell in MATRIX if not cell.params and not cell.contract}
+    for target in correct_targets():
+        for scenario in bundled_scenarios():
+            cell = cells[(target, scenario)]
+            assert cell.verdict == "pass" or (target, scenario) == ("pg_lifeline", "lease_shorter_than_handler")
+
+
+def test_every_failing_cell_names_the_rule_it_breaks() -> None:
+    assert all(cell.rule for cell in MATRIX if cell.verdict == "fail")

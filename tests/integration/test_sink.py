@@ -98,6 +98,34 @@ def test_nth_match_holds_only_the_nth_probe(sink: Sink) -> None:
     assert gate.seen == 2
 
 
+def test_nth_counts_probes_another_gate_holds(sink: Sink, ledger: Ledger) -> None:
+    first = sink.arm("after:claim", job="job-1")
+    second = sink.arm("after:claim", job="job-1", nth=2)
+    thread, _ = in_thread(probe.claim, "job-1", "first")
+    assert first.wait(5)["token"] == "first"
+    assert not second.matched and second.seen == 1, "the first claim counts for the second gate too"
+    sink.release(first)
+    thread.join(5)
+    thread, _ = in_thread(probe.claim, "job-1", "second")
+    assert second.wait(5)["token"] == "second", "nth=2 is the job's second claim, not the third"
+    sink.release(second)
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_a_probe_two_gates_take_is_held_until_both_are_released(sink: Sink, ledger: Ledger) -> None:
+    gates = [sink.arm("after:effect", job="job-1"), sink.arm("after:effect")]
+    thread, result = in_thread(probe.effect, "job-1", "t")
+    assert all(gate.wait(5)["job"] == "job-1" for gate in gates)
+    sink.release(gates[0])
+    thread.join(0.3)
+    assert thread.is_alive(), "still held by the second gate"
+    sink.release(gates[1])
+    thread.join(5)
+    assert not thread.is_alive() and result[0]["ok"]
+    assert kinds(ledger).count("gate.matched") == 2
+
+
 def test_worker_filter(sink: Sink) -> None:
     gate = sink.arm("after:claim", worker="w-other")
     answered(sink, probe.claim, "job-1", "t")

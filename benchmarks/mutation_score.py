@@ -1,0 +1,67 @@
+"""The suite's power, measured: every broken variant of the known-answer matrix (a reference target with
+one rule broken on purpose) against every bundled scenario. Prints which scenarios catch each variant and
+with which violations, then the mutation score: variants caught by at least one scenario / all variants.
+A variant no scenario catches is a finding (a missing scenario or rule), so it exits 1 then."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from chaos.known_answers import Cell, bundled_scenarios, load  # noqa: E402
+
+
+def variants() -> dict[str, Cell]:
+    """One failing cell per broken variant or model (its target, params and contract overrides), by name."""
+    found: dict[str, Cell] = {}
+    for cell in load():
+        if cell.verdict == "fail":
+            found.setdefault(cell.variant, cell)
+    return found
+
+
+def judged(cell: Cell, scenario: str, runs_dir: Path) -> tuple[str, list[str]]:
+    """The verdict of one run of the variant against the scenario, and the violations it named."""
+    probe = Cell(cell.target, scenario, "fail", params=cell.params, contract=cell.contract)
+    before = set(runs_dir.iterdir())
+    subprocess.run([sys.executable, "-m", "chaos", *probe.argv(1, runs_dir)], cwd=REPO, capture_output=True,
+                   text=True, check=False)
+    (run_dir,) = set(runs_dir.iterdir()) - before
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    return verdict["verdict"], sorted({v["kind"] for v in verdict["violations"]})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", default="", help="run only variants whose name contains this text")
+    args = parser.parse_args()
+    runs_dir = Path(tempfile.mkdtemp(prefix="queue-chaos-mutants-"))
+    scenarios = bundled_scenarios()
+    chosen = {name: cell for name, cell in variants().items() if args.only in name}
+    caught = 0
+    began = time.monotonic()
+    for name, cell in chosen.items():
+        catchers = []
+        for scenario in scenarios:
+            verdict, kinds = judged(cell, scenario, runs_dir)
+            if verdict == "fail":
+                catchers.append(f"{scenario} ({', '.join(kinds)})")
+        caught += bool(catchers)
+        print(f"{'caught' if catchers else 'MISSED'} {name}  [{cell.rule}]", flush=True)
+        for catcher in catchers:
+            print(f"    by {catcher}", flush=True)
+    print(f"mutation score: {caught}/{len(chosen)} broken variants caught, {len(scenarios)} scenarios each, "
+          f"{time.monotonic() - began:.0f}s; run dirs in {runs_dir}")
+    sys.exit(0 if caught == len(chosen) else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""A stale owner completes while the new owner still holds the job.
+
+Stop the owner right after its claim until another worker has claimed the job, hold that new owner right
+after its claim, resume the stale owner and let it finish (effect and ack, or abandon), then release the
+new owner.
+
+Risk probed: "a stale worker must not complete a job it lost", in the ordering that separates fenced
+from unfenced completions: the job is still claimed (by the new owner) when the stale ack arrives, so an
+ack that checks the status but not the claim token wins. (In stop_past_deadline the new owner has
+usually finished first, and then a status check alone rejects the stale ack.) Without a lease nobody may
+take a stopped owner's job: it finishes its job after SIGCONT.
+"""
+
+from __future__ import annotations
+
+from chaos import Context
+
+FAULTS = ("stop",)
+
+
+def run(ctx: Context) -> None:
+    (victim,) = ctx.enqueue(1)
+    first = ctx.arm("after:claim", job=victim)
+    leased = ctx.contract.lease_s is not None
+    second = ctx.arm("after:claim", job=victim, nth=2) if leased else None  # nth counts the first claim too
+    ctx.start_worker()
+    ctx.start_worker()
+    held = ctx.wait(first)
+    ctx.stop_until(held.worker, ctx.probe_of("claim", victim, not_worker=held.worker), ctx.recovery_deadline(),
+                   gate=first)
+    ctx.wait_for(ctx.execution_ended(victim, held.token), ctx.recovery_deadline(), "the stale owner's ack or abandon")
+    if second is not None:
+        ctx.wait(second)
+        ctx.release(second)
+    ctx.wait_drained(ctx.recovery_deadline())
