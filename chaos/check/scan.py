@@ -30,6 +30,7 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from chaos import events
 from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, JobHistory, Reclaim, Recovery, RunHistory
@@ -218,22 +219,27 @@ def _on_effect(run: RunHistory, history: JobHistory, event: Event) -> None:
     execution.effects += 1
     winner = execution.superseded_by
     if winner is not None:
-        exposure = event.mono - winner.claim.mono
-        history.findings.append(Finding(
-            "effect_after_lease_loss", event.seq,
+        _after_loss(history, "effect_after_lease_loss", execution, event, winner.claim, lambda exposure: (
             f"{execution.who()} made an accepted effect {exposure:.3f}s after {winner.who()} had claimed the job "
-            f"(claimed at {run.at(winner.claim)}, effect at {run.at(event)})",
-            exposure, {"worker": execution.worker, "token": execution.token, "claimer": winner.worker,
-                       "claimer_token": winner.token, "exposure_s": round(exposure, 4)}))
+            f"(claimed at {run.at(winner.claim)}, effect at {run.at(event)})"), claimer=winner)
     lost = execution.lost_at
     if lost is not None:
-        exposure = event.mono - lost.mono
-        history.findings.append(Finding(
-            "work_after_known_loss", event.seq,
+        _after_loss(history, "work_after_known_loss", execution, event, lost, lambda exposure: (
             f"{execution.who()} made an accepted effect at {run.at(event)}, {exposure:.3f}s after its own lease "
             f"extension failed (at {run.at(lost)}) with no later one succeeding: it went on with work it knew "
-            "it had lost", exposure,
-            {"worker": execution.worker, "token": execution.token, "exposure_s": round(exposure, 4)}))
+            "it had lost"))
+
+
+def _after_loss(history: JobHistory, kind: str, execution: Execution, event: Event, loss: Event,
+                message: Callable[[float], str], claimer: Execution | None = None) -> None:
+    """A finding that `execution` went on (`event`) after it had lost the job (`loss`): exposure = the time
+    between the two; `claimer` is the execution that took the job, where one did."""
+    exposure = event.mono - loss.mono
+    detail: dict[str, Any] = {"worker": execution.worker, "token": execution.token}
+    if claimer is not None:
+        detail.update(claimer=claimer.worker, claimer_token=claimer.token)
+    detail["exposure_s"] = round(exposure, 4)
+    history.findings.append(Finding(kind, event.seq, message(exposure), exposure, detail))
 
 
 def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
@@ -246,14 +252,10 @@ def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
         execution.late_beats += 1
         if ok and execution.late_beats > 1 and not execution.stale_extended:
             execution.stale_extended = True
-            exposure = event.mono - winner.claim.mono
-            history.findings.append(Finding(
-                "stale_extension_accepted", event.seq,
+            _after_loss(history, "stale_extension_accepted", execution, event, winner.claim, lambda exposure: (
                 f"{execution.who()} extended its lease successfully at {run.at(event)}, {exposure:.3f}s after "
-                f"{winner.who()} had claimed the job (at {run.at(winner.claim)}), and after an earlier "
-                "extension of it was reported: the queue extended a lease it no longer granted", exposure,
-                {"worker": execution.worker, "token": execution.token, "claimer": winner.worker,
-                 "claimer_token": winner.token, "exposure_s": round(exposure, 4)}))
+                f"{winner.who()} had claimed the job (at {run.at(winner.claim)}), and after an earlier extension "
+                "of it was reported: the queue extended a lease it no longer granted"), claimer=winner)
     if ok:
         if winner is None:
             execution.extended_at = event.mono
