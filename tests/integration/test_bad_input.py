@@ -162,7 +162,8 @@ def test_a_contract_override_is_checked_as_target_toml_is(tmp_path: Path) -> Non
     result = chaos("run", "--target", "pg_lease", "--scenario", "no_faults", "-c", "watchdog=maybe",
                    "--runs-dir", str(tmp_path))
     assert_usage_error(result, "watchdog = 'maybe'", "true or false")
-    result = chaos("run", "--target", "pg_lease", "--scenario", "no_faults", "-c", "watchdog", "--runs-dir", str(tmp_path))
+    result = chaos("run", "--target", "pg_lease", "--scenario", "no_faults", "-c", "watchdog",
+                   "--runs-dir", str(tmp_path))
     assert_usage_error(result, "-c 'watchdog'", "KEY=VALUE")
 
 

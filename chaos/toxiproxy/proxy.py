@@ -1,0 +1,385 @@
+"""Proxies: a listener, its connections, and the data path through their toxics.
+
+The data path is built on asyncio Protocols, not streams: a chunk read from one socket is written to
+the other in the same callback while the direction has no toxic (the fast path), with flow control from
+the destination's write buffer pausing the source's reads. A direction with toxics queues its chunks
+for one task that runs each through the chain in order. As in Toxiproxy, there is no half-close: when
+either side ends, the whole connection closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import struct
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from chaos.toxiproxy.toxics import BEHAVIOURS, STREAMS, Behaviour, Timeout, Toxic
+
+HIGH_WATER = 1 << 20  # bytes queued in a toxic chain before the source's reads pause
+LOW_WATER = 1 << 18
+Journal = Callable[[str, str, dict[str, Any]], None]  # (what, proxy, data): what the server saw happen
+
+
+class ApiFailure(Exception):
+    """An operation on a proxy failed the way Toxiproxy reports with 500 (a listen error)."""
+
+
+class Proxy:
+    """One proxy: its listen address, upstream, toxics (per direction, in chain order) and connections."""
+
+    def __init__(self, name: str, listen: str, upstream: str, rng: random.Random, journal: Journal | None) -> None:
+        self.name = name
+        self.listen = listen
+        self.upstream = upstream
+        self.enabled = False
+        self.toxics: dict[str, list[Toxic]] = {direction: [] for direction in STREAMS}
+        self.connections: set[Connection] = set()
+        self.rng = rng
+        self.journal = journal
+        self._listener: asyncio.AbstractServer | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "listen": self.listen, "upstream": self.upstream, "enabled": self.enabled,
+                "Logger": {}, "toxics": [t.to_json() for d in STREAMS for t in self.toxics[d]]}
+
+    # -- the listener ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Listen on `listen` (port 0: a free one, then written back as the bound address)."""
+        if self.enabled:
+            return
+        host, port = split_address(self.listen)
+        loop = asyncio.get_running_loop()
+        try:
+            self._listener = await loop.create_server(lambda: ClientSide(self), host or None, port,
+                                                      reuse_address=True)
+        except (OSError, ValueError) as exc:
+            raise ApiFailure(listen_error(self.listen, exc)) from exc
+        bound = self._listener.sockets[0].getsockname()
+        self.listen = join_address("::" if not host else bound[0], bound[1])
+        self.enabled = True
+
+    async def stop(self) -> None:
+        """Close the listener (new connections are refused) and every connection (they read EOF)."""
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        cut = list(self.connections)
+        for connection in cut:
+            connection.close()
+        if self.enabled and self.journal is not None:
+            self.journal("disabled", self.name, {"connections_closed": len(cut)})
+        self.enabled = False
+
+    # -- toxics ------------------------------------------------------------------------------------
+
+    def find(self, name: str) -> Toxic | None:
+        return next((t for d in STREAMS for t in self.toxics[d] if t.name == name), None)
+
+    def add(self, toxic: Toxic) -> None:
+        self.toxics[toxic.direction].append(toxic)
+        self._rechain(toxic.direction)
+
+    def changed(self, toxic: Toxic) -> None:
+        self._rechain(toxic.direction)
+
+    def remove(self, toxic: Toxic) -> None:
+        chain = self.toxics[toxic.direction]
+        chain.remove(toxic)
+        if toxic.type == "timeout":  # removing a black hole closes the connections it held
+            for connection in list(self.connections):
+                connection.close()
+        self._rechain(toxic.direction)
+
+    def _rechain(self, direction: str) -> None:
+        for connection in list(self.connections):
+            link = connection.links.get(direction)
+            if link is not None:
+                link.rechain(self.toxics[direction])
+
+    # -- connections -------------------------------------------------------------------------------
+
+    def accepted(self, client: asyncio.Transport) -> Connection:
+        connection = Connection(self, client)
+        self.connections.add(connection)
+        asyncio.get_running_loop().create_task(connection.dial())
+        return connection
+
+
+class Connection:
+    """A client connection and its upstream: two links, one per direction."""
+
+    def __init__(self, proxy: Proxy, client: asyncio.Transport) -> None:
+        self.proxy = proxy
+        self.client = client
+        self.client_side: ClientSide | None = None
+        self.upstream: asyncio.Transport | None = None
+        self.links: dict[str, Link] = {}
+        self.closed = False
+        self.linger0 = False  # a reset_peer was in a chain when the connection started: every close is an RST
+        client.pause_reading()  # until the upstream is connected
+
+    async def dial(self) -> None:
+        """Connect to the upstream; a failure closes the client's connection (it reads EOF)."""
+        host, port = split_address(self.proxy.upstream)
+        try:
+            transport, _ = await asyncio.get_running_loop().create_connection(
+                lambda: UpstreamSide(self), host or "127.0.0.1", port)
+        except (OSError, ValueError):
+            self.close()
+            return
+        if self.closed:
+            transport.close()
+            return
+        self.upstream = transport
+        chains = self.proxy.toxics
+        self.links = {"upstream": Link(self, self.client, transport, chains["upstream"]),
+                      "downstream": Link(self, transport, self.client, chains["downstream"])}
+        if any(t.type == "reset_peer" for d in STREAMS for t in chains[d]):
+            self.linger0 = True
+        for transport_ in (self.client, transport):
+            sock = transport_.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.client.resume_reading()
+
+    def close(self, reset: bool = False) -> None:
+        """Close both sockets (with an RST when this connection lingers 0, or `reset` is asked)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.proxy.connections.discard(self)
+        held = sum(link.held for link in self.links.values())
+        if held and self.proxy.journal is not None:
+            self.proxy.journal("held", self.proxy.name, {"bytes": held})
+        for link in self.links.values():
+            link.stop()
+        for transport in (self.client, self.upstream):
+            if transport is None:
+                continue
+            if reset or self.linger0:
+                sock = transport.get_extra_info("socket")
+                if sock is not None:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                transport.abort()
+            else:
+                transport.close()
+
+
+class Link:
+    """One direction of a connection: chunks from `source` through the toxics it rolled, to `dest`."""
+
+    def __init__(self, connection: Connection, source: asyncio.Transport, dest: asyncio.Transport,
+                 chain: list[Toxic]) -> None:
+        self.connection = connection
+        self.source = source
+        self.dest = dest
+        self.held = 0  # bytes toxics swallowed
+        self.behaviours: dict[str, Behaviour] = {}
+        self.active: list[Behaviour] = []
+        self.queue: deque[tuple[float, bytes]] = deque()
+        self.queued = 0
+        self.paused = False
+        self.eof = False
+        self.interrupted = asyncio.Event()
+        self.wake = asyncio.Event()
+        self.pump: asyncio.Task[None] | None = None
+        self.idle: asyncio.TimerHandle | None = None
+        self.rechain(chain)
+
+    def rechain(self, chain: list[Toxic]) -> None:
+        """Take the chain as it is now: behaviours keep their state (limit_data's count) across updates,
+        and each toxic's toxicity is rolled again for this link, as Toxiproxy re-runs its stubs."""
+        kept: dict[str, Behaviour] = {}
+        for toxic in chain:
+            behaviour = self.behaviours.get(toxic.name)
+            if behaviour is None or type(behaviour) is not BEHAVIOURS[toxic.type]:
+                behaviour = toxic.behaviour(self.connection.proxy.rng)
+            behaviour.attributes = toxic.attributes
+            kept[toxic.name] = behaviour
+        self.behaviours = kept
+        rng = self.connection.proxy.rng
+        self.active = [kept[t.name] for t in chain if t.toxicity >= 1 or rng.random() < t.toxicity]
+        self.interrupted.set()  # in-flight waits end: the chunk being worked on is flushed
+        self._arm_idle()
+        if self.active and self.pump is None and not self.connection.closed:
+            self.pump = asyncio.get_running_loop().create_task(self._run())
+
+    # -- from the protocols ------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        if not self.active and self.pump is None:
+            self.dest.write(data)  # the fast path
+            return
+        self.queue.append((time.monotonic(), data))
+        self.queued += len(data)
+        if self.queued > HIGH_WATER and not self.paused:
+            self.paused = True
+            self.source.pause_reading()
+        self._arm_idle()
+        self.wake.set()
+
+    def ended(self) -> None:
+        """The source read EOF: close once the queued chunks (and toxics such as slow_close) are done."""
+        self.eof = True
+        if self.pump is None:
+            self.connection.close()
+        else:
+            self.wake.set()
+
+    # -- the Stream a toxic acts on -------------------------------------------------------------------
+
+    async def wait(self, seconds: float | None) -> bool:
+        if self.interrupted.is_set():
+            return False
+        try:
+            await asyncio.wait_for(self.interrupted.wait(), seconds)
+        except TimeoutError:
+            return True
+        return False
+
+    def close(self, reset: bool = False) -> None:
+        self.connection.close(reset)
+
+    def dropped(self, size: int) -> None:
+        self.held += size
+
+    # -- the slow path -----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while not self.connection.closed:
+            if self.queue:
+                arrival, data = self.queue.popleft()
+                self.queued -= len(data)
+                if self.paused and self.queued < LOW_WATER:
+                    self.paused = False
+                    self.source.resume_reading()
+                self.interrupted.clear()
+                await self._through(list(self.active), 0, arrival, data)
+                continue
+            if self.eof:
+                for behaviour in list(self.active):
+                    await behaviour.at_eof(self)
+                self.connection.close()
+                return
+            if not self.active:
+                self.pump = None  # back to the fast path: nothing is queued
+                return
+            self.wake.clear()
+            await self.wake.wait()
+
+    async def _through(self, chain: list[Behaviour], index: int, arrival: float, data: bytes) -> None:
+        if self.connection.closed:
+            return
+        if index == len(chain):
+            self.dest.write(data)
+            return
+        await chain[index].run(self, arrival, data, lambda t, d: self._through(chain, index + 1, t, d))
+
+    def _arm_idle(self) -> None:
+        """A timeout toxic closes the connection after its timeout with no chunk arriving."""
+        if self.idle is not None:
+            self.idle.cancel()
+            self.idle = None
+        timeouts = [b.idle_timeout_s() for b in self.active if isinstance(b, Timeout)]
+        limits = [t for t in timeouts if t is not None]
+        if limits and not self.connection.closed:
+            self.idle = asyncio.get_running_loop().call_later(min(limits), self.connection.close)
+
+    def stop(self) -> None:
+        if self.idle is not None:
+            self.idle.cancel()
+        if self.pump is not None and self.pump is not asyncio.current_task():
+            self.pump.cancel()
+
+
+class _Side(asyncio.Protocol):
+    """Common to both ends: flow control pauses the other end's reads while this end's buffer is full."""
+
+    connection: Connection | None = None
+    direction_in = ""  # the link this end's data feeds
+
+    def data_received(self, data: bytes) -> None:
+        if self.connection is not None and not self.connection.closed:
+            link = self.connection.links.get(self.direction_in)
+            if link is not None:
+                link.feed(data)
+
+    def eof_received(self) -> bool | None:
+        if self.connection is not None:
+            link = self.connection.links.get(self.direction_in)
+            if link is not None:
+                link.ended()
+            else:
+                self.connection.close()
+        return True  # keep the transport: the link closes it
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+    def pause_writing(self) -> None:
+        other = self._other()
+        if other is not None:
+            other.pause_reading()
+
+    def resume_writing(self) -> None:
+        other = self._other()
+        if other is not None:
+            other.resume_reading()
+
+    def _other(self) -> asyncio.Transport | None:
+        return None
+
+
+class ClientSide(_Side):
+    direction_in = "upstream"
+
+    def __init__(self, proxy: Proxy) -> None:
+        self.proxy = proxy
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.connection = self.proxy.accepted(transport)
+
+    def _other(self) -> asyncio.Transport | None:
+        return self.connection.upstream if self.connection is not None else None
+
+
+class UpstreamSide(_Side):
+    direction_in = "downstream"
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def _other(self) -> asyncio.Transport | None:
+        return self.connection.client if self.connection is not None else None
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """("host", port) of "host:port", "[v6]:port" or ":port"; ValueError when it is none of them."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"address {address}: missing port in address")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if ":" in host:
+        socket.inet_pton(socket.AF_INET6, host)
+    return ("127.0.0.1" if host == "localhost" else host), int(port)
+
+
+def join_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def listen_error(listen: str, exc: Exception) -> str:
+    """Go's wording of a failed listen, as Toxiproxy returns it with a 500."""
+    if isinstance(exc, OSError) and exc.errno:
+        reason = os.strerror(exc.errno)
+        return f"listen tcp {listen}: bind: {reason[0].lower()}{reason[1:]}"
+    return f"listen tcp {listen}: {exc}"

@@ -1,0 +1,370 @@
+"""The embedded Toxiproxy server against ../shared/reference/toxiproxy-api.md: every endpoint over raw
+HTTP and through the toxiproxy-python client, every toxic measured on real loopback sockets, the error
+responses, and many connections at once."""
+
+from __future__ import annotations
+
+import errno
+import http.client
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from toxiproxy import Toxiproxy
+from toxiproxy.api import APIConsumer
+from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
+
+from chaos.toxiproxy.server import EmbeddedToxiproxy
+
+
+class EchoServer:
+    """A TCP echo server on loopback (a thread per connection); `port`, and `close()`."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._echo, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _echo(conn: socket.socket) -> None:
+        with conn:
+            while data := _recv(conn):
+                conn.sendall(data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _recv(conn: socket.socket) -> bytes:
+    try:
+        return conn.recv(65536)
+    except OSError:
+        return b""
+
+
+@pytest.fixture
+def echo() -> Iterator[EchoServer]:
+    server = EchoServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddedToxiproxy]:
+    with EmbeddedToxiproxy() as embedded:
+        yield embedded
+
+
+def call(server: EmbeddedToxiproxy, method: str, path: str, body: Any = None, raw: bytes | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    payload = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    conn.request(method, path, body=payload, headers=headers or {})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+
+
+def create(server: EmbeddedToxiproxy, echo: EchoServer, name: str = "echo") -> dict[str, Any]:
+    status, _, body = call(server, "POST", "/proxies", {"name": name, "listen": "127.0.0.1:0",
+                                                         "upstream": f"127.0.0.1:{echo.port}"})
+    assert status == 201, body
+    created: dict[str, Any] = json.loads(body)
+    return created
+
+
+def connect(proxy: dict[str, Any]) -> socket.socket:
+    host, port = proxy["listen"].rsplit(":", 1)
+    conn = socket.create_connection((host, int(port)), timeout=5)
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return conn
+
+
+def round_trip(conn: socket.socket, data: bytes) -> tuple[bytes, float]:
+    began = time.monotonic()
+    conn.sendall(data)
+    got = b""
+    while len(got) < len(data):
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    return got, time.monotonic() - began
+
+
+def add_toxic(server: EmbeddedToxiproxy, proxy: str, toxic: dict[str, Any]) -> dict[str, Any]:
+    status, _, body = call(server, "POST", f"/proxies/{proxy}/toxics", toxic)
+    assert status == 200, body
+    added: dict[str, Any] = json.loads(body)
+    return added
+
+
+# -- the API, raw ----------------------------------------------------------------------------------
+
+
+def test_proxy_lifecycle_over_raw_http(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    status, headers, body = call(server, "GET", "/proxies")
+    assert (status, body, headers["content-type"]) == (200, b"{}", "application/json")
+    proxy = create(server, echo)
+    assert list(proxy) == ["name", "listen", "upstream", "enabled", "Logger", "toxics"]
+    assert proxy["enabled"] is True and proxy["toxics"] == [] and not proxy["listen"].endswith(":0")
+    assert len(headers["x-toxiproxy-request-id"]) == 20
+    status, _, body = call(server, "GET", "/proxies/echo")
+    assert status == 200 and json.loads(body) == proxy
+    status, _, body = call(server, "PATCH", "/proxies/echo", {"enabled": False, "name": "renamed"})
+    assert status == 200 and json.loads(body)["enabled"] is False and json.loads(body)["name"] == "echo"
+    status, _, body = call(server, "POST", "/proxies/echo", {"enabled": True})
+    assert status == 200 and json.loads(body)["listen"] == proxy["listen"], "re-enabled on the same port"
+    status, _, body = call(server, "DELETE", "/proxies/echo")
+    assert (status, body) == (204, b"")
+    assert call(server, "DELETE", "/proxies/echo")[0] == 404
+
+
+def test_error_responses_match_toxiproxy(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    create(server, echo)
+    status, headers, body = call(server, "POST", "/proxies", {"name": "echo", "upstream": "127.0.0.1:1"})
+    assert (status, body) == (409, b'{"error":"proxy already exists","status":409}\n')
+    assert headers["content-type"] == "text/plain; charset=utf-8" and headers["x-content-type-options"] == "nosniff"
+    assert call(server, "GET", "/proxies/nope")[2] == b'{"error":"proxy not found","status":404}\n'
+    assert call(server, "POST", "/proxies", {"upstream": "x:1"})[2] == \
+        b'{"error":"missing required field: name","status":400}\n'
+    assert call(server, "POST", "/proxies", {"name": "x"})[2] == \
+        b'{"error":"missing required field: upstream","status":400}\n'
+    assert call(server, "POST", "/proxies", raw=b"")[2] == b'{"error":"bad request body: EOF","status":400}\n'
+    assert call(server, "POST", "/proxies", raw=b"{bad")[2] == (
+        b'{"error":"bad request body: invalid character \'b\' looking for beginning of object key string",'
+        b'"status":400}\n')
+    assert call(server, "POST", "/proxies/echo/toxics", {"type": "bogus"})[2] == \
+        b'{"error":"invalid toxic type","status":400}\n'
+    assert call(server, "POST", "/proxies/echo/toxics", {"type": "latency", "stream": "sideways"})[2] == \
+        b'{"error":"stream was invalid, can be either upstream or downstream","status":400}\n'
+    status, _, body = call(server, "POST", "/proxies/echo/toxics", {"type": "latency", "attributes": {"latency": "1"}})
+    assert status == 400 and b"cannot unmarshal string into Go struct field LatencyToxic.attributes.latency of " \
+                              b"type int64" in body
+    add_toxic(server, "echo", {"type": "latency", "stream": "upstream"})
+    assert call(server, "POST", "/proxies/echo/toxics", {"type": "latency", "stream": "upstream"})[0] == 409
+    assert call(server, "GET", "/proxies/echo/toxics/nope")[2] == b'{"error":"toxic not found","status":404}\n'
+    status, headers, body = call(server, "PUT", "/proxies")
+    assert (status, body) == (405, b"") and "content-type" not in headers
+    status, headers, body = call(server, "GET", "/nowhere")
+    assert (status, body) == (404, b"404 page not found\n")
+    status, _, body = call(server, "GET", "/proxies", headers={"User-Agent": "Mozilla/5.0"})
+    assert (status, body) == (403, b"User agent not allowed\n")
+
+
+def test_a_port_in_use_is_a_500_naming_the_address(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    status, _, body = call(server, "POST", "/proxies", {"name": "clash", "listen": f"127.0.0.1:{echo.port}",
+                                                         "upstream": "127.0.0.1:1"})
+    assert status == 500
+    assert json.loads(body)["error"] == f"listen tcp 127.0.0.1:{echo.port}: bind: address already in use"
+    assert call(server, "GET", "/proxies/clash")[0] == 404, "a proxy that cannot listen is not added"
+
+
+def test_toxic_endpoints_and_shapes(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    create(server, echo)
+    toxic = add_toxic(server, "echo", {"type": "latency", "stream": "UpStream", "attributes": {"latency": 5}})
+    assert toxic == {"attributes": {"latency": 5, "jitter": 0}, "name": "latency_UpStream", "type": "latency",
+                     "stream": "UpStream", "toxicity": 1}
+    add_toxic(server, "echo", {"name": "slow", "type": "bandwidth", "toxicity": 0.5, "attributes": {"rate": 10}})
+    add_toxic(server, "echo", {"name": "late", "type": "latency", "stream": "upstream"})
+    status, _, body = call(server, "GET", "/proxies/echo/toxics")
+    assert [t["name"] for t in json.loads(body)] == ["latency_UpStream", "late", "slow"], "upstream chain first"
+    status, _, body = call(server, "PATCH", "/proxies/echo/toxics/latency_UpStream",
+                           {"attributes": {"jitter": 2}, "type": "timeout"})
+    assert json.loads(body)["attributes"] == {"latency": 5, "jitter": 2} and json.loads(body)["type"] == "latency"
+    assert json.loads(call(server, "GET", "/proxies/echo/toxics/slow")[2])["toxicity"] == 0.5
+    assert json.loads(call(server, "GET", "/proxies/echo")[2])["toxics"][0]["name"] == "latency_UpStream"
+    assert call(server, "DELETE", "/proxies/echo/toxics/slow")[0] == 204
+    assert call(server, "DELETE", "/proxies/echo/toxics/slow")[0] == 404
+    assert call(server, "POST", "/reset")[0] == 204
+    assert json.loads(call(server, "GET", "/proxies/echo/toxics")[2]) == []
+
+
+def test_populate_creates_keeps_and_validates_first(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    upstream = f"127.0.0.1:{echo.port}"
+    status, _, body = call(server, "POST", "/populate", [{"name": "a", "listen": "127.0.0.1:0", "upstream": upstream},
+                                                         {"name": "b", "listen": "127.0.0.1:0", "upstream": upstream,
+                                                          "enabled": False}])
+    assert status == 201 and [p["name"] for p in json.loads(body)["proxies"]] == ["a", "b"]
+    a = json.loads(call(server, "GET", "/proxies/a")[2])
+    status, _, body = call(server, "POST", "/populate", [{"name": "a", "listen": a["listen"], "upstream": upstream}])
+    assert json.loads(body)["proxies"][0] == a, "an unchanged proxy is kept as it is"
+    status, _, body = call(server, "POST", "/populate", [{"name": "c", "upstream": upstream}, {"name": "d"}])
+    assert (status, json.loads(body)) == (400, {"error": "missing required field: upstream at proxy 2",
+                                                "status": 400, "proxies": None})
+    assert call(server, "GET", "/proxies/c")[0] == 404, "nothing is created when any item is invalid"
+    assert call(server, "POST", "/populate", [])[2] == b'{"proxies":null}'
+
+
+def test_version(server: EmbeddedToxiproxy) -> None:
+    status, headers, body = call(server, "GET", "/version?x=1")
+    assert (status, body, headers["content-type"]) == (200, b'{"version": "v2.12.0"}\n',
+                                                        "application/json;charset=utf-8")
+
+
+# -- the API through toxiproxy-python -----------------------------------------------------------------
+
+
+def test_the_python_client_drives_the_embedded_server(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    APIConsumer.host, APIConsumer.port = server.host, server.port
+    client = Toxiproxy()
+    assert client.running() and b"v2.12.0" in client.version()
+    proxy = client.create(upstream=f"127.0.0.1:{echo.port}", name="echo")
+    with pytest.raises(ProxyExists):
+        client.create(upstream=f"127.0.0.1:{echo.port}", name="echo")
+    proxy.add_toxic(type="latency", attributes={"latency": 100})
+    with pytest.raises(InvalidToxic):
+        proxy.add_toxic(type="nonsense")
+    assert set(proxy.toxics()) == {"latency_downstream"}
+    conn = connect(json.loads(call(server, "GET", "/proxies/echo")[2]))
+    assert round_trip(conn, b"ping")[1] >= 0.1
+    with proxy.down():
+        assert conn.recv(10) == b"", "disabling closes the connection"
+        assert not client.get_proxy("echo").enabled
+    assert client.get_proxy("echo").enabled
+    proxy.destroy_toxic("latency_downstream")
+    assert client.reset()
+    client.destroy_all()
+    with pytest.raises(NotFound):
+        proxy.destroy_toxic("latency_downstream")
+    assert client.proxies() == {}
+
+
+# -- toxics on real sockets -------------------------------------------------------------------------
+
+
+def test_latency_and_jitter_are_added_within_tolerance(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    direct = min(round_trip(conn, b"x")[1] for _ in range(5))
+    add_toxic(server, "echo", {"type": "latency", "attributes": {"latency": 150}})
+    add_toxic(server, "echo", {"type": "latency", "stream": "upstream", "attributes": {"latency": 100, "jitter": 20}})
+    times = [round_trip(conn, b"x")[1] for _ in range(5)]
+    assert all(0.23 <= t <= 0.30 + direct for t in times), times
+
+
+def test_bandwidth_limits_the_rate(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    add_toxic(server, "echo", {"type": "bandwidth", "attributes": {"rate": 200}})  # 200 KB/s downstream
+    data, took = round_trip(conn, b"b" * 100_000)
+    assert len(data) == 100_000 and 0.45 <= took <= 0.7, took
+
+
+def test_a_timeout_of_zero_is_a_black_hole_that_holds_the_connection(server: EmbeddedToxiproxy,
+                                                                     echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    assert round_trip(conn, b"before")[0] == b"before"
+    add_toxic(server, "echo", {"name": "hole", "type": "timeout", "stream": "upstream", "attributes": {"timeout": 0}})
+    conn.sendall(b"swallowed")
+    conn.settimeout(0.5)
+    with pytest.raises(socket.timeout):
+        conn.recv(10)  # nothing comes back, and the connection stays open
+    assert call(server, "DELETE", "/proxies/echo/toxics/hole")[0] == 204
+    conn.settimeout(5)
+    assert conn.recv(10) == b"", "removing a timeout toxic closes the connections it held"
+
+
+def test_a_timeout_closes_an_idle_connection(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    round_trip(conn, b"warm")
+    add_toxic(server, "echo", {"type": "timeout", "attributes": {"timeout": 300}})
+    began = time.monotonic()
+    assert conn.recv(10) == b""
+    assert 0.25 <= time.monotonic() - began <= 0.6
+
+
+def test_reset_peer_sends_an_rst(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    proxy = create(server, echo)
+    add_toxic(server, "echo", {"type": "reset_peer", "stream": "upstream", "attributes": {"timeout": 100}})
+    conn = connect(proxy)
+    time.sleep(0.05)  # the proxy dials the upstream before the link (and its RST setting) starts
+    conn.sendall(b"data")
+    with pytest.raises(ConnectionResetError) as caught:
+        while conn.recv(10):
+            pass
+    assert caught.value.errno == errno.ECONNRESET
+
+
+def test_limit_data_closes_after_n_bytes(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    add_toxic(server, "echo", {"type": "limit_data", "attributes": {"bytes": 10}})
+    conn.sendall(b"0123456789abcdefghijklmno")
+    got = b""
+    while chunk := _recv(conn):
+        got += chunk
+    assert got == b"0123456789"
+
+
+def test_slicer_splits_and_paces_the_data(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    add_toxic(server, "echo", {"type": "slicer", "attributes": {"average_size": 10, "size_variation": 0,
+                                                                "delay": 50_000}})
+    conn.sendall(b"x" * 35)
+    pieces: list[int] = []
+    began = time.monotonic()
+    while sum(pieces) < 35:
+        pieces.append(len(conn.recv(100)))
+    assert len(pieces) >= 3 and time.monotonic() - began >= 0.1, pieces
+
+
+def test_slow_close_delays_the_close(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    add_toxic(server, "echo", {"type": "slow_close", "stream": "upstream", "attributes": {"delay": 300}})
+    round_trip(conn, b"bye")
+    began = time.monotonic()
+    conn.shutdown(socket.SHUT_WR)
+    assert conn.recv(10) == b""
+    assert time.monotonic() - began >= 0.28
+
+
+def test_toxicity_zero_never_applies(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    add_toxic(server, "echo", {"type": "latency", "toxicity": 0, "attributes": {"latency": 500}})
+    assert round_trip(conn, b"x")[1] < 0.2
+
+
+def test_disable_refuses_new_connections_and_closes_old_ones(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    proxy = create(server, echo)
+    conn = connect(proxy)
+    round_trip(conn, b"x")
+    call(server, "POST", "/proxies/echo", {"enabled": False})
+    assert conn.recv(10) == b""
+    with pytest.raises(ConnectionRefusedError):
+        connect(proxy)
+    call(server, "POST", "/proxies/echo", {"enabled": True})
+    assert round_trip(connect(proxy), b"back")[0] == b"back"
+
+
+def test_an_unreachable_upstream_closes_the_accepted_connection(server: EmbeddedToxiproxy) -> None:
+    dead = socket.create_server(("127.0.0.1", 0))
+    port = dead.getsockname()[1]
+    dead.close()
+    status, _, body = call(server, "POST", "/proxies", {"name": "dead", "listen": "127.0.0.1:0",
+                                                         "upstream": f"127.0.0.1:{port}"})
+    conn = connect(json.loads(body))
+    assert conn.recv(10) == b""
+
+
+def test_many_connections_at_once(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    proxy = create(server, echo)
+    add_toxic(server, "echo", {"type": "latency", "attributes": {"latency": 200}})
+    conns = [connect(proxy) for _ in range(200)]
+    began = time.monotonic()
+    for conn in conns:
+        conn.sendall(b"ping")
+    assert all(conn.recv(10) == b"ping" for conn in conns)
+    assert time.monotonic() - began < 1.5, "200 delayed connections are served at once, not one after another"
+    for conn in conns:
+        conn.close()
