@@ -34,7 +34,7 @@ class Contract:
     # (else an anomaly reported with its exposure time).
     watchdog: bool = False
     # How much sooner than its owner's lease allows a reclaim may be reported before it is `early_reclaim`:
-    # a probe reaches the ledger a little after the database committed what it reports. Default: 10% of lease_s.
+    # a probe reaches the ledger a little after the database committed what it reports. Default: 25% of lease_s.
     lease_tolerance_s: float | None = None
 
     @classmethod
@@ -66,7 +66,7 @@ class Contract:
         """How much sooner than a lease's end a reclaim may be reported (see `lease_tolerance_s`)."""
         if self.lease_tolerance_s is not None:
             return self.lease_tolerance_s
-        return 0.1 * (self.lease_s or 0.0)
+        return 0.25 * (self.lease_s or 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
