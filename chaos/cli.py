@@ -1,4 +1,5 @@
-"""The `chaos` command: run a scenario against a target, recompute a report, list what exists.
+"""The `chaos` command: run a scenario against a target, recompute a report, list what exists, clean up
+after killed runs, serve the embedded Toxiproxy.
 
 Exit codes: 0 pass, 1 fail, 2 usage or configuration error, 3 harness error, 4 inconclusive.
 """
@@ -27,6 +28,7 @@ from chaos.runtime.run import RunOptions, run_scenario
 from chaos.runtime.sink import SINK_MODES
 from chaos.scenario import load_scenario
 from chaos.target import load_target
+from chaos.toxiproxy.server import serve
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
                                          "an external schema)")
     clean.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
     clean.add_argument("--backend-url", default=None, help="your server, to drop a killed run's schema there")
+    toxiproxy = sub.add_parser("toxiproxy", help="the embedded Toxiproxy-compatible server")
+    toxiproxy_sub = toxiproxy.add_subparsers(dest="toxiproxy_command", required=True)
+    serve = toxiproxy_sub.add_parser("serve", help="serve the Toxiproxy HTTP API in the foreground until Ctrl-C")
+    serve.add_argument("--host", default="127.0.0.1", help="the API's address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8474, help="the API's port (default 8474, as Toxiproxy's; 0: any)")
     return parser
 
 
@@ -167,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
             return _report(args)
         if args.command == "clean":
             return _clean(args)
+        if args.command == "toxiproxy":
+            serve(args.host, args.port, lambda line: print(line, flush=True))
+            return 0
         return _list()
     except ChaosError as exc:
         print(f"chaos: {exc}", file=sys.stderr)

@@ -7,7 +7,11 @@ from __future__ import annotations
 import errno
 import http.client
 import json
+import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -368,3 +372,32 @@ def test_many_connections_at_once(server: EmbeddedToxiproxy, echo: EchoServer) -
     assert time.monotonic() - began < 1.5, "200 delayed connections are served at once, not one after another"
     for conn in conns:
         conn.close()
+
+
+# -- chaos toxiproxy serve ----------------------------------------------------------------------------
+
+
+def test_serve_runs_in_the_foreground_until_sigterm(echo: EchoServer) -> None:
+    server = subprocess.Popen([sys.executable, "-m", "chaos", "toxiproxy", "serve", "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        url = re.search(r"http://([\d.]+):(\d+)", line)
+        assert url is not None, line
+        conn = http.client.HTTPConnection(url.group(1), int(url.group(2)), timeout=5)
+        conn.request("POST", "/proxies", json.dumps({"name": "echo", "listen": "127.0.0.1:0",
+                                                     "upstream": f"127.0.0.1:{echo.port}"}))
+        assert conn.getresponse().status == 201
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(10) == 0
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_serve_on_a_port_in_use_is_a_usage_error(echo: EchoServer) -> None:
+    done = subprocess.run([sys.executable, "-m", "chaos", "toxiproxy", "serve", "--port", str(echo.port)],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"cannot listen on 127.0.0.1:{echo.port}" in done.stderr and "--port" in done.stderr

@@ -1,0 +1,85 @@
+"""Which Toxiproxy a run uses, in this order: TOXIPROXY_URL if set, else a `toxiproxy-server` binary on
+PATH (started on a free port, stopped at the end), else the embedded server in the suite's process.
+The verdict records which one (`run.start`'s `toxiproxy`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from chaos.errors import HarnessError
+from chaos.toxiproxy.client import ToxiproxyControl
+from chaos.toxiproxy.proxy import Journal
+from chaos.toxiproxy.server import EmbeddedToxiproxy
+
+ENV_URL = "TOXIPROXY_URL"
+BINARY = "toxiproxy-server"
+START_TIMEOUT_S = 10.0
+
+
+@dataclass
+class ToxiproxyServer:
+    """A Toxiproxy the run controls: `kind` is external, binary or embedded; `close()` stops what the
+    suite started (never an external server)."""
+
+    kind: str
+    control: ToxiproxyControl
+    embedded: EmbeddedToxiproxy | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    def describe(self) -> dict[str, str]:
+        return {"kind": self.kind, "url": self.control.url}
+
+    def close(self) -> None:
+        if self.embedded is not None:
+            self.embedded.close()
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_toxiproxy(log_dir: Path, journal: Journal) -> ToxiproxyServer:
+    url = os.environ.get(ENV_URL)
+    if url:
+        control = ToxiproxyControl(url)
+        control.version()  # reachable, or a clear HarnessError now
+        return ToxiproxyServer("external", control)
+    binary = shutil.which(BINARY)
+    if binary is not None:
+        return _start_binary(binary, log_dir)
+    embedded = EmbeddedToxiproxy(journal=journal).start()
+    return ToxiproxyServer("embedded", ToxiproxyControl(embedded.url), embedded=embedded)
+
+
+def _start_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
+    port = _free_port()
+    log = open(log_dir / "toxiproxy.log", "ab")  # noqa: SIM115 - the server writes to it until it stops
+    process = subprocess.Popen([binary, "-host", "127.0.0.1", "-port", str(port)], stdout=log, stderr=log,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    log.close()
+    server = ToxiproxyServer("binary", ToxiproxyControl(f"http://127.0.0.1:{port}"), process=process)
+    until = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < until and process.poll() is None:
+        try:
+            server.control.version()
+            return server
+        except HarnessError:
+            time.sleep(0.05)
+    server.close()
+    raise HarnessError(f"{binary} did not answer on port {port} within {START_TIMEOUT_S:.0f}s; see "
+                       f"{log_dir / 'toxiproxy.log'}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
