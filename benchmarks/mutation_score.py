@@ -32,10 +32,12 @@ def judged(cell: Cell, scenario: str, runs_dir: Path) -> tuple[str, list[str]]:
     """The verdict of one run of the variant against the scenario, and the violations it named."""
     probe = Cell(cell.target, scenario, "fail", params=cell.params, contract=cell.contract)
     before = set(runs_dir.iterdir())
-    subprocess.run([sys.executable, "-m", "chaos", *probe.argv(1, runs_dir)], cwd=REPO, capture_output=True,
-                   text=True, check=False)
-    (run_dir,) = set(runs_dir.iterdir()) - before
-    verdict = json.loads((run_dir / "verdict.json").read_text())
+    done = subprocess.run([sys.executable, "-m", "chaos", *probe.argv(1, runs_dir)], cwd=REPO, capture_output=True,
+                          text=True, check=False)
+    made = set(runs_dir.iterdir()) - before
+    if len(made) != 1 or not (verdict_file := made.pop() / "verdict.json").exists():
+        return f"no verdict (exit {done.returncode}: {done.stderr.strip()[-200:]})", []
+    verdict = json.loads(verdict_file.read_text())
     return verdict["verdict"], sorted({v["kind"] for v in verdict["violations"]})
 
 

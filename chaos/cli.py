@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-c", "--contract", action="append", default=[], metavar="KEY=VALUE",
                      help="judge against a contract key other than target.toml's, e.g. -c watchdog=true "
                           "(a TOML value; repeatable)")
+    run.add_argument("-s", "--scenario-param", action="append", default=[], metavar="KEY=VALUE",
+                     help="choose one of the scenario's PARAMS, e.g. -s mode=blackhole (repeatable)")
     report = sub.add_parser("report", help="recompute the verdict of a run from its ledger alone")
     report.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="show the targets and scenarios found")
@@ -102,7 +104,8 @@ def _run(args: argparse.Namespace) -> int:
     target = find_target(args.target)
     scenario = find_scenario(args.scenario)
     options = RunOptions(args.seed, args.runs_dir, _provider(args), args.backend_url, args.sink_mode,
-                         _overrides(args.param), args.deadline, _overrides(args.contract, "-c", "watchdog=true"))
+                         _overrides(args.param), args.deadline, _overrides(args.contract, "-c", "watchdog=true"),
+                         _overrides(args.scenario_param, "-s", "mode=blackhole"))
     result = run_scenario(target, scenario, options)
     print(summary(result.verdict, result.dir))
     if result.verdict.error:

@@ -35,6 +35,7 @@ ENV_RUNS_DIR = "CHAOS_RUNS_DIR"
 # -- who writes events -------------------------------------------------------------------------------
 
 CONTROLLER, SINK, NEMESIS, SUPERVISOR, BACKEND = "controller", "sink", "nemesis", "supervisor", "backend"
+NETWORK = "network"  # the per-worker proxies (Toxiproxy)
 # BACKEND is also the target the nemesis names for faults of the backend server.
 
 # -- event kinds -------------------------------------------------------------------------------------
@@ -50,11 +51,13 @@ GATE_ARMED, GATE_MATCHED, GATE_RELEASED = "gate.armed", "gate.matched", "gate.re
 FAULT, FAULT_APPLIED, FAULT_HEALED = "fault", "fault.applied", "fault.healed"
 PROCESS_START, PROCESS_EXIT = "process.start", "process.exit"
 BACKEND_START, BACKEND_RESTART, BACKEND_EXIT = "backend.start", "backend.restart", "backend.exit"
+# The per-worker proxies: which Toxiproxy serves them, and what the embedded one saw a partition do
+NETWORK_START, NETWORK_CUT, NETWORK_HELD = "network.start", "network.cut", "network.held"
 KINDS = frozenset({
     RUN_START, RUN_END, ENQUEUE, SNAPSHOT, SNAPSHOT_TAKEN, DRAINED, DRAIN_TIMEOUT, PROBE_CLAIM, PROBE_EFFECT,
     PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
     GATE_RELEASED, FAULT, FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, BACKEND_START,
-    BACKEND_RESTART, BACKEND_EXIT,
+    BACKEND_RESTART, BACKEND_EXIT, NETWORK_START, NETWORK_CUT, NETWORK_HELD,
 })
 
 
@@ -198,3 +201,18 @@ def backend_restart(mode: str, old_pid: int | None, new_pid: int | None, down_s:
 
 def backend_exit(pid: int, returncode: int, reason: str) -> Record:
     return Record(BACKEND_EXIT, BACKEND, None, None, {"pid": pid, "returncode": returncode, "reason": reason})
+
+
+def network_start(kind: str, url: str) -> Record:
+    """The run's Toxiproxy: external (TOXIPROXY_URL), binary (toxiproxy-server on PATH) or embedded."""
+    return Record(NETWORK_START, NETWORK, None, None, {"kind": kind, "url": url})
+
+
+def network_cut(worker: str, connections: int) -> Record:
+    """A disabled proxy closed this worker's connections to the backend."""
+    return Record(NETWORK_CUT, NETWORK, None, worker, {"connections": connections})
+
+
+def network_held(worker: str, size: int) -> Record:
+    """A black hole swallowed this many bytes of this worker's traffic (reported when the connection closed)."""
+    return Record(NETWORK_HELD, NETWORK, None, worker, {"bytes": size})

@@ -32,6 +32,8 @@ class Cell:
     witness_order: tuple[str, ...] = ()
     contract: tuple[str, ...] = ()  # `-c key=value`: a promise the variant is held to beyond target.toml's
     rule: str | None = None  # for a broken variant: the rule it breaks
+    scenario_params: tuple[str, ...] = ()  # `-s key=value`: the scenario's PARAMS
+    anomalies: tuple[str, ...] | None = None  # exactly the anomaly kinds the report must show (None: unchecked)
     listed: bool = True  # written in the file (else made for a correct target)
 
     @property
@@ -40,7 +42,11 @@ class Cell:
 
     @property
     def id(self) -> str:
-        return "-".join([self.target, *self.params, *self.contract, self.scenario])
+        return "-".join([self.target, *self.params, *self.contract, self.scenario, *self.scenario_params])
+
+    @property
+    def scenario_variant(self) -> str:
+        return " ".join([self.scenario, *(f"-s {p}" for p in self.scenario_params)])
 
     @property
     def exit_code(self) -> int:
@@ -54,6 +60,8 @@ class Cell:
             args += ["-p", param]
         for key in self.contract:
             args += ["-c", key]
+        for key in self.scenario_params:
+            args += ["-s", key]
         return args
 
 
@@ -69,7 +77,7 @@ def load(path: Path | None = None) -> list[Cell]:
         listed = [_cell(entry) for entry in raw["cell"]]
     except (KeyError, TypeError, ValueError) as exc:
         raise _unreadable(file, exc) from exc
-    plain = {(c.target, c.scenario) for c in listed if not c.params and not c.contract}
+    plain = {(c.target, c.scenario) for c in listed if not c.params and not c.contract and not c.scenario_params}
     made = [Cell(target, scenario, "pass", listed=False) for target in correct_targets(file)
             for scenario in bundled_scenarios() if (target, scenario) not in plain]
     return listed + made
@@ -105,4 +113,6 @@ def _cell(entry: dict[str, Any]) -> Cell:
         raise ValueError(f"verdict {entry['verdict']!r}")
     return Cell(entry["target"], entry["scenario"], entry["verdict"], entry.get("violation"),
                 tuple(entry.get("params", ())), entry.get("max_recovery_s"), dict(entry.get("counts", {})),
-                tuple(entry.get("witness_order", ())), tuple(entry.get("contract", ())), entry.get("rule"))
+                tuple(entry.get("witness_order", ())), tuple(entry.get("contract", ())), entry.get("rule"),
+                tuple(entry.get("scenario_params", ())),
+                None if entry.get("anomalies") is None else tuple(entry["anomalies"]))

@@ -113,6 +113,41 @@ class Context(Protocol):
     def long_handler_s(self) -> float:
         """A handler duration well past the target's ownership deadline (lease, or rescue age)."""
 
+    def param(self, name: str) -> str:
+        """The value of one of the scenario's PARAMS for this run (`chaos run -s name=value`)."""
+
+    # -- network faults (a proxy per worker; each healed by `heal`, or at the end of the run) -------------
+
+    def partition(self, worker: str, mode: str = "disable", gate: Gate | None = None) -> NetworkFault:
+        """Cut `worker` off from its backend: `disable` closes its connections and refuses new ones;
+        `blackhole` keeps them open and swallows every byte."""
+
+    def partition_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float, mode: str = "disable",
+                        gate: Gate | None = None) -> bool:
+        """Partition `worker` until the ledger shows `predicate` (at most `max_s`), releasing `gate` once the
+        partition is in place; then heal it. Whether the predicate held."""
+
+    def latency(self, worker: str, ms: int, jitter_ms: int = 0) -> NetworkFault:
+        """Delay each chunk of `worker`'s traffic by `ms` (+/- `jitter_ms`) in each direction."""
+
+    def bandwidth(self, worker: str, kb_per_s: int) -> NetworkFault:
+        """Limit `worker`'s traffic to `kb_per_s` KB/s in each direction."""
+
+    def reset(self, worker: str, timeout_ms: int = 0) -> NetworkFault:
+        """Answer `worker`'s next write to its backend with an RST after `timeout_ms`."""
+
+    def slice(self, worker: str, average_size: int = 16, size_variation: int = 8, delay_us: int = 1000) -> NetworkFault:
+        """Cut `worker`'s traffic into pieces of about `average_size` bytes, `delay_us` apart."""
+
+    def heal(self, fault: NetworkFault) -> None:
+        """End a network fault now (every one still in place is healed when the scenario ends)."""
+
+
+class NetworkFault(Protocol):
+    """A network fault in place, for `ctx.heal`."""
+
+    id: str
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -122,6 +157,21 @@ class Scenario:
     run: Callable[[Context], None]
     faults: tuple[str, ...] = ()  # the fault kinds it may inject
     deadline_s: float | None = None  # its own deadline, when the default (from the contract) is too short
+    params: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> its choices, the default first
+
+    def with_params(self, overrides: dict[str, str]) -> dict[str, str]:
+        """Its parameters, with `-s key=value` overrides checked against the declared choices."""
+        chosen = {name: choices[0] for name, choices in self.params.items()}
+        for key, value in overrides.items():
+            choices = self.params.get(key)
+            if choices is None:
+                known = ", ".join(sorted(self.params)) or "none"
+                raise ConfigError(f"Scenario {self.name} has no parameter {key!r}; its parameters are: {known}.")
+            if value not in choices:
+                raise ConfigError(f"Scenario {self.name}: parameter {key}={value!r} is not one of "
+                                  f"{', '.join(choices)}.")
+            chosen[key] = value
+        return chosen
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -137,6 +187,12 @@ def load_scenario(path: Path) -> Scenario:
     if deadline is not None and not is_seconds(deadline):
         raise ConfigError(f"Scenario {path}: DEADLINE_S = {deadline!r}; expected {SECONDS} (the longest the run "
                           "may take).")
+    params = getattr(module, "PARAMS", {})
+    if not isinstance(params, dict) or not all(
+            isinstance(k, str) and isinstance(v, (tuple, list)) and v and all(isinstance(c, str) for c in v)
+            for k, v in params.items()):
+        raise ConfigError(f"Scenario {path}: PARAMS = {params!r}; expected a dict of parameter names to their "
+                          "choices (strings, the default first), e.g. PARAMS = {'mode': ('disable', 'blackhole')}.")
     return Scenario(path.stem, path.resolve(), (module.__doc__ or "").strip(), run, tuple(faults),
-                    None if deadline is None else float(deadline))
+                    None if deadline is None else float(deadline), {k: tuple(v) for k, v in params.items()})
 

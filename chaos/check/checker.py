@@ -71,7 +71,7 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
     return Verdict(verdict, str(start.get("target", "?")), str(start.get("scenario", "?")), start.get("seed"),
                    contract.to_dict(), _counts(run, outcomes), outcomes, faults, violations, recovery_summary(run),
                    str(start.get("command", "")), notes, error or None, anomalies,
-                   [_exit(e) for e in run.unexpected_exits])
+                   [_exit(e) for e in run.unexpected_exits], run.network)
 
 
 def _unsettled(history: JobHistory, contract: Contract) -> str:

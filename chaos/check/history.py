@@ -157,6 +157,7 @@ class RunHistory:
     end: dict[str, Any] | None = None  # the run.end event's data
     snapshot_taken: bool = False
     origin: float | None = None
+    network: dict[str, Any] | None = None  # the network.start event's data: which Toxiproxy
 
     def job(self, job: str) -> JobHistory:
         history = self.jobs.get(job)

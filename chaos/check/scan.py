@@ -38,7 +38,7 @@ from chaos.events import Event
 from chaos.faults.base import FaultKind
 
 _GATE = "gate."
-_CONTEXT = ("process.", "fault.", "backend.")  # process and backend events, and the rest of a fault's
+_CONTEXT = ("process.", "fault.", "backend.", "network.")  # process, backend and proxy events; the rest of a fault's
 
 
 def scan(ledger: Iterable[Event]) -> RunHistory:
@@ -394,6 +394,8 @@ def _on_process_or_backend(run: RunHistory, event: Event) -> None:
     elif kind == events.BACKEND_RESTART:
         run.backend_restarts.append(event)
         run.everyone_faulted = max(run.everyone_faulted, event.seq)
+    elif kind == events.NETWORK_START:
+        run.network = event.data
 
 
 def _on_exit(run: RunHistory, worker: str, event: Event) -> None:

@@ -52,6 +52,8 @@ class Verdict:
     anomalies: list[dict[str, Any]] = field(default_factory=list)
     # Processes that exited without the suite's doing: {worker, pid, role, returncode, signal, log, log_tail}.
     exits: list[dict[str, Any]] = field(default_factory=list)
+    # The Toxiproxy behind the workers' proxies, when the scenario had network faults: {kind, url}.
+    network: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:

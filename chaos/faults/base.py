@@ -27,6 +27,20 @@ Params = dict[str, Any]
 Proof = Callable[["FaultHistory", "RunHistory"], tuple[bool, str]]
 
 
+class NetworkLink(Protocol):
+    """One worker's proxy in front of the backend (`chaos.runtime.network`)."""
+
+    proxy: str
+
+    def enabled(self, enabled: bool) -> None:
+        """Enable the proxy, or disable it: its connections close and new ones are refused."""
+
+    def add_toxic(self, name: str, kind: str, stream: str, attributes: dict[str, int], toxicity: float = 1.0) -> None:
+        """Add a Toxiproxy toxic to one direction (upstream: worker to backend)."""
+
+    def remove_toxic(self, name: str) -> None: ...
+
+
 class FaultWorld(Protocol):
     """What the runtime half may act on: the run's processes, its backend, and how it starts workers."""
 
@@ -44,6 +58,9 @@ class FaultWorld(Protocol):
 
     def start_worker(self, name: str, extra_env: dict[str, str]) -> int:
         """Start a worker of the target with extra environment; its pid."""
+
+    def network(self, name: str) -> NetworkLink:
+        """The worker's proxy (only in runs whose scenario declares a network fault)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,7 @@ class FaultKind:
     watch_probe: Callable[[FaultHistory, Event], None] | None = None
     # -- the runtime half ---------------------------------------------------------------------------
     needs: frozenset[str] = frozenset()  # backend capabilities (chaos.backends.base) it requires
+    network: bool = False  # acts on the workers' proxies: a run whose scenario declares it gets one per worker
     # Raises ConfigError when this machine cannot inject it (a missing library); run before anything starts.
     preflight: Callable[[], None] | None = None
     # Applies the fault; returns what it touched, for `fault.applied`.

@@ -13,14 +13,14 @@ from chaos import events
 from chaos.contract import Contract
 from chaos.errors import ChaosError, ConfigError, HarnessError, NotExercised
 from chaos.events import Event
-from chaos.faults import backend_restart, clock, kill, restart, stop
+from chaos.faults import backend_restart, clock, kill, partition, restart, stop
 from chaos.faults.base import Scope
 from chaos.ledger import Ledger
 from chaos.runtime.gates import Gate as ArmedGate
 from chaos.runtime.launcher import Launcher
-from chaos.runtime.nemesis import Nemesis
+from chaos.runtime.nemesis import ActiveFault, Nemesis
 from chaos.runtime.sink import Sink
-from chaos.scenario import Gate, HeldProbe
+from chaos.scenario import Gate, HeldProbe, NetworkFault
 from chaos.target import Control, Job
 
 GATE_TIMEOUT_S = 30.0
@@ -30,7 +30,7 @@ SNAPSHOT_POLL_S = 0.05
 
 class ScenarioContext:
     def __init__(self, ledger: Ledger, contract: Contract, control: Control, sink: Sink, launcher: Launcher,
-                 nemesis: Nemesis, seed: int, activity: list[str]) -> None:
+                 nemesis: Nemesis, seed: int, activity: list[str], params: dict[str, str] | None = None) -> None:
         self.ledger = ledger
         self.contract = contract
         self.control = control
@@ -41,7 +41,13 @@ class ScenarioContext:
         self.jobs: list[str] = []
         self._workers = 0
         self._activity = activity  # what the run is doing, for a deadline's message
+        self._params = dict(params or {})
         self._doing("running the scenario")
+
+    def param(self, name: str) -> str:
+        if name not in self._params:
+            raise HarnessError(f"the scenario asked for parameter {name!r}, which its PARAMS does not declare")
+        return self._params[name]
 
     def _doing(self, what: str) -> None:
         self._activity[0] = what
@@ -153,6 +159,40 @@ class ScenarioContext:
 
     def restart_backend(self, mode: str = "immediate", gate: Gate | None = None) -> None:
         self.nemesis.inject(backend_restart.KIND.name, events.BACKEND, _armed_or_none(gate), mode=mode)
+
+    # -- network faults ------------------------------------------------------------------------------
+
+    def partition(self, worker: str, mode: str = "disable", gate: Gate | None = None) -> ActiveFault:
+        return self.nemesis.begin(partition.KIND.name, worker, _armed_or_none(gate), mode=mode)
+
+    def partition_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float, mode: str = "disable",
+                        gate: Gate | None = None) -> bool:
+        with self.nemesis.active(partition.KIND.name, worker, _armed_or_none(gate), mode=mode, max_s=max_s) as fault:
+            if gate is not None:
+                self.release(gate)
+            self._doing(f"holding {worker} partitioned ({mode})")
+            held = self.ledger.wait_for(predicate, max_s) is not None
+            fault.healed["condition_held"] = held
+        self._doing("running the scenario")
+        return held
+
+    def latency(self, worker: str, ms: int, jitter_ms: int = 0) -> ActiveFault:
+        return self.nemesis.begin("latency", worker, latency_ms=ms, jitter_ms=jitter_ms)
+
+    def bandwidth(self, worker: str, kb_per_s: int) -> ActiveFault:
+        return self.nemesis.begin("bandwidth", worker, rate_kb=kb_per_s)
+
+    def reset(self, worker: str, timeout_ms: int = 0) -> ActiveFault:
+        return self.nemesis.begin("reset", worker, timeout_ms=timeout_ms)
+
+    def slice(self, worker: str, average_size: int = 16, size_variation: int = 8, delay_us: int = 1000) -> ActiveFault:
+        return self.nemesis.begin("slice", worker, average_size=average_size, size_variation=size_variation,
+                                  delay_us=delay_us)
+
+    def heal(self, fault: NetworkFault) -> None:
+        if not isinstance(fault, ActiveFault):
+            raise HarnessError(f"{fault!r} is not a fault this run's ctx put in place")
+        self.nemesis.end(fault)
 
     # -- the queue's own view --------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,25 @@ class Nemesis:
         self.world = world
         self.scenario = scenario
         self._ids = itertools.count(1)
+        self._lasting: dict[str, AbstractContextManager[ActiveFault]] = {}
+
+    def begin(self, kind: str, target: str, gate: Gate | None = None, **params: Any) -> ActiveFault:
+        """Apply a fault that lasts until `end` (or `close`, at the latest when the scenario ends)."""
+        lasting = self.active(kind, target, gate, **params)
+        fault = lasting.__enter__()
+        self._lasting[fault.id] = lasting
+        return fault
+
+    def end(self, fault: ActiveFault) -> None:
+        lasting = self._lasting.pop(fault.id, None)
+        if lasting is not None:
+            lasting.__exit__(None, None, None)
+
+    def close(self) -> None:
+        """Heal every fault still in place, the latest first."""
+        while self._lasting:
+            fault_id = next(reversed(self._lasting))
+            self._lasting.pop(fault_id).__exit__(None, None, None)
 
     def inject(self, kind: str, target: str, gate: Gate | None = None, **params: Any) -> Params:
         """Apply a fault that needs no healing (or heal it at once); returns what `fault.applied` recorded."""

@@ -59,6 +59,7 @@ class RunOptions:
     overrides: dict[str, str] = field(default_factory=dict)
     deadline_s: float | None = None  # else the scenario's DEADLINE_S, else one derived from the contract
     contract: dict[str, str] = field(default_factory=dict)  # `-c key=value`: contract keys to judge against instead
+    scenario_params: dict[str, str] = field(default_factory=dict)  # `-s key=value`: the scenario's PARAMS
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,8 @@ def reproduce_command(target: Target, scenario: Scenario, seed: int, options: Ru
         argv += ["-p", f"{key}={value}"]
     for key, value in sorted(options.contract.items()):
         argv += ["-c", f"{key}={value}"]
+    for key, value in sorted(options.scenario_params.items()):
+        argv += ["-s", f"{key}={value}"]
     if options.backend != "local":
         argv += ["--backend", options.backend]
     if options.sink_mode != "plain":
@@ -144,6 +147,7 @@ class Run:
     def __init__(self, target: Target, scenario: Scenario, options: RunOptions) -> None:
         self.target = target.with_params(options.overrides).with_contract(options.contract)
         self.scenario = scenario
+        self.scenario_params = scenario.with_params(options.scenario_params)
         self.options = options
         self.provider = provider(self.target.backend, options.backend)
         check_faults(scenario, self.provider)
@@ -176,14 +180,15 @@ class Run:
             pid=os.getpid(), pid_create_time=psutil.Process().create_time(), host=socket.gethostname(),
             backend_kind=self.target.backend,
             cleaned=self.cleaned,  # what killed runs in the same runs dir had left, removed before this one
-            shutdown_grace_s=self.target.shutdown_grace_s,
+            shutdown_grace_s=self.target.shutdown_grace_s, scenario_params=self.scenario_params,
         ))
         status, detail = "ok", ""
         activity = ["starting the backend"]
         try:
             with ExitStack() as stack, deadline(self.deadline_s, lambda: activity[0]):
                 environment = Environment(self.provider, BackendSettings(
-                    self.dir / self.target.backend, self.dir.name, self.options.backend_url, self.ledger.append))
+                    self.dir / self.target.backend, self.dir.name, self.options.backend_url, self.ledger.append),
+                    self.dir if any(KINDS[kind].network for kind in self.scenario.faults) else None)
                 stack.callback(environment.close)
                 control = self.target.load_control(environment.backend)
                 stack.callback(control.close)
@@ -193,8 +198,9 @@ class Run:
                 stack.callback(supervisor.close)
                 launcher = Launcher(self.target, control, environment, sink, supervisor, self.dir)
                 nemesis = Nemesis(self.ledger, RunWorld(supervisor, environment, launcher), self.scenario)
+                stack.callback(nemesis.close)  # heals what the scenario left in place, before anything stops
                 ctx = ScenarioContext(self.ledger, self.target.contract, control, sink, launcher, nemesis, self.seed,
-                                      activity)
+                                      activity, self.scenario_params)
                 launcher.start_reconciler()
                 try:
                     self.scenario.run(ctx)
@@ -207,6 +213,7 @@ class Run:
                         f"Scenario {self.scenario.path} raised {type(exc).__name__}: {exc}. Everything the run "
                         f"started was stopped; the scenario's traceback follows.\n{traceback.format_exc()}"
                     ) from exc
+                nemesis.close()  # a network fault the scenario left in place ends with it
                 sink.gates.release_all()  # a probe held at a gate must be able to end its execution
                 activity[0] = "waiting for every execution that made an effect to end"
                 self._wait_executions_ended(max(self.target.shutdown_grace_s, self.target.contract.recovery_bound_s))

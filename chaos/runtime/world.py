@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import signal
 
-from chaos.faults.base import Scope
+from chaos.faults.base import NetworkLink, Scope
 from chaos.runtime.environment import Environment
 from chaos.runtime.launcher import Launcher
 from chaos.runtime.supervisor import Supervisor
@@ -32,3 +32,6 @@ class RunWorld:
 
     def start_worker(self, name: str, extra_env: dict[str, str]) -> int:
         return self.launcher.start_worker(name, extra_env).pid
+
+    def network(self, name: str) -> NetworkLink:
+        return self.environment.link(name)

@@ -46,6 +46,9 @@ def test_cell(cell: Cell, tmp_path: Path) -> None:
     assert {name: verdict["counts"][name] for name in cell.counts} == cell.counts
     if cell.max_recovery_s is not None:
         assert verdict["recovery"]["max_s"] < cell.max_recovery_s
+    if cell.anomalies is not None:
+        assert sorted({a["kind"] for a in verdict["anomalies"]}) == sorted(cell.anomalies), verdict["anomalies"]
+        assert all(a["exposure_s"] > 0 for a in verdict["anomalies"])
     assert "--seed 1" in result.stdout
     assert not run_processes(result.dir)
 
@@ -54,7 +57,8 @@ def test_readme_matrix_matches_the_known_answers() -> None:
     readme = (REPO / "README.md").read_text()
     section = readme[readme.index("## Known answers"):]
     rows = set(re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| (\w+) \| `?([\w-]+)`? \|", section, re.MULTILINE))
-    expected = {(cell.variant, cell.scenario, cell.verdict, cell.violation or "none") for cell in MATRIX if cell.listed}
+    expected = {(cell.variant, cell.scenario_variant, cell.verdict, cell.violation or "none")
+                for cell in MATRIX if cell.listed}
     assert rows == expected
     named = re.search(r"against\s+every correct target\*\*\s+\(([^)]*)\)", section)
     assert named is not None and re.findall(r"`(\w+)`", named.group(1)) == correct_targets()
@@ -62,7 +66,8 @@ def test_readme_matrix_matches_the_known_answers() -> None:
 
 
 def test_every_correct_target_has_a_cell_for_every_scenario() -> None:
-    cells = {(cell.target, cell.scenario): cell for cell in MATRIX if not cell.params and not cell.contract}
+    cells = {(cell.target, cell.scenario): cell for cell in MATRIX if not cell.params and not cell.contract
+             and not cell.scenario_params}
     for target in correct_targets():
         for scenario in bundled_scenarios():
             cell = cells[(target, scenario)]

@@ -1,0 +1,85 @@
+"""The run's network: one Toxiproxy proxy per worker in front of the backend, so that one worker can be
+partitioned while the others, the control's own connections and the sink are not.
+
+A worker's proxy is made the first time the worker asks for its endpoint and kept for the whole run (a
+restarted worker gets the same one; a backend restart keeps the upstream port, so the proxies stay
+right). At the end every proxy of the run is deleted, which also removes whatever a fault left on it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chaos import events
+from chaos.backends.base import Backend, Endpoint, EventSink
+from chaos.errors import HarnessError
+from chaos.toxiproxy.provider import ToxiproxyServer, start_toxiproxy
+from chaos.toxiproxy.proxy import split_address
+
+
+class WorkerLink:
+    """One worker's proxy, as fault kinds act on it (`chaos.faults.base.NetworkLink`)."""
+
+    def __init__(self, server: ToxiproxyServer, proxy: str, listen: str) -> None:
+        self.server = server
+        self.proxy = proxy
+        self.listen = listen
+
+    def enabled(self, enabled: bool) -> None:
+        self.server.control.enabled(self.proxy, enabled)
+
+    def add_toxic(self, name: str, kind: str, stream: str, attributes: dict[str, int], toxicity: float = 1.0) -> None:
+        self.server.control.add_toxic(self.proxy, name, kind, stream, attributes, toxicity)
+
+    def remove_toxic(self, name: str) -> None:
+        self.server.control.remove_toxic(self.proxy, name)
+
+    def state(self) -> tuple[bool, list[str]]:
+        return self.server.control.state(self.proxy)
+
+
+class Network:
+    """The run's Toxiproxy (`chaos.toxiproxy.provider`) and a proxy per worker on it."""
+
+    def __init__(self, backend: Backend, log_dir: Path, prefix: str, journal: EventSink) -> None:
+        self.backend = backend
+        self.prefix = f"{prefix}-"  # the run's proxies on a shared (external) server are told apart by it
+        self.journal = journal
+        self.links: dict[str, WorkerLink] = {}
+        self.server: ToxiproxyServer = start_toxiproxy(log_dir, self._seen)
+        journal(events.network_start(self.server.kind, self.server.control.url))
+
+    def _seen(self, what: str, proxy: str, data: dict[str, Any]) -> None:
+        """What the embedded server saw happen on a worker's proxy, into the ledger (the proof of a cut)."""
+        if not proxy.startswith(self.prefix):
+            return
+        worker = proxy.removeprefix(self.prefix)
+        if what == "disabled" and data.get("connections_closed"):
+            self.journal(events.network_cut(worker, int(data["connections_closed"])))
+        elif what == "held":
+            self.journal(events.network_held(worker, int(data["bytes"])))
+
+    def endpoint_for(self, worker: str) -> Endpoint:
+        link = self.links.get(worker)
+        if link is None:
+            upstream = self.backend.endpoint
+            name = self.prefix + worker
+            listen = self.server.control.create(name, f"{upstream.host}:{upstream.port}")
+            link = self.links[worker] = WorkerLink(self.server, name, listen)
+        host, port = split_address(link.listen)
+        return self.backend.endpoint_at(host, port)
+
+    def link(self, worker: str) -> WorkerLink:
+        link = self.links.get(worker)
+        if link is None:
+            raise HarnessError(f"worker {worker} has no proxy: it was never started in this run")
+        return link
+
+    def close(self) -> None:
+        """Delete every proxy of the run (and with it any toxic or disabled state), then stop the server."""
+        try:
+            for link in self.links.values():
+                self.server.control.delete(link.proxy)
+        finally:
+            self.server.close()
