@@ -147,6 +147,13 @@ class History:
         self.skew[worker] = offset_s if took else 0.0
         return self.applied(worker, fid, pids=[pid], offset_s=offset_s)
 
+    def partition(self, worker: str, fid: str = "f1", mode: str = "disable", *, cut: int = 0) -> History:
+        """Journaled, the proxy's own report of the connections it closed (when `cut`), then applied."""
+        self.journal("partition", worker, fid, mode=mode)
+        if cut:
+            self.record(events.network_cut(worker, cut))
+        return self.applied(worker, fid, mode=mode, proxy=f"run-{worker}")
+
     # -- the end -----------------------------------------------------------------------------------
 
     def snapshot(self, **states: str) -> History:

@@ -5,6 +5,7 @@ against ledgers no run writes anymore."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from chaos import Context, RunOptions, Scenario, find_target, read_events, run_scenario
@@ -13,7 +14,7 @@ from chaos.events import Event
 from tests.history import History
 
 FAULT_EVENTS = (vocabulary.FAULT, vocabulary.FAULT_APPLIED, vocabulary.FAULT_HEALED, vocabulary.PROCESS_START,
-                vocabulary.PROCESS_EXIT, vocabulary.BACKEND_RESTART)
+                vocabulary.PROCESS_EXIT, vocabulary.BACKEND_RESTART, vocabulary.NETWORK_CUT)
 
 
 def every_fault(ctx: Context) -> None:
@@ -25,6 +26,8 @@ def every_fault(ctx: Context) -> None:
     ctx.restart("w2")
     ctx.restart_backend("immediate")
     ctx.start_worker("w3", clock_offset_s=600.0)
+    time.sleep(1.0)  # the restarted w2 has connected to its proxy by now, so the partition has a connection to cut
+    ctx.partition_until("w2", lambda event: False, 0.1)
     ctx.wait_drained(5.0)  # no job: drained at once, which closes the last fault's window
 
 
@@ -50,16 +53,17 @@ def built(kind: str) -> list[str]:
         "restart": lambda h: h.restart("w2"),
         "backend_restart": lambda h: h.backend_restart(),
         "clock": lambda h: h.clock("w3", 600.0),
+        "partition": lambda h: h.partition("w2", cut=1).heal("w2"),
     }[kind](History())
     return sequences(history.events)[kind]
 
 
 def test_the_builder_journals_every_fault_kind_as_a_real_run_does(tmp_path: Path) -> None:
     scenario = Scenario("every_fault", Path(__file__), "", every_fault,
-                        ("kill", "stop", "restart", "backend_restart", "clock"))
+                        ("kill", "stop", "restart", "backend_restart", "clock", "partition"))
     result = run_scenario(find_target("pg_lease"), scenario, RunOptions(seed=1, runs_dir=tmp_path))
     real = sequences(read_events(result.dir / "ledger.sqlite"))
-    assert sorted(real) == ["backend_restart", "clock", "kill", "restart", "stop"]
+    assert sorted(real) == ["backend_restart", "clock", "kill", "partition", "restart", "stop"]
     for kind, seen in real.items():
         expected = built(kind)
         if kind == "kill":

@@ -180,7 +180,7 @@ def test_reclaim_reported_before_the_killed_owners_exit_is_a_redelivery_not_an_o
 
 
 def test_a_fault_kind_without_a_registered_proof_is_not_exercised_never_pass() -> None:
-    h = History().enqueue("a").journal("partition", "w1").applied("w1", pids=[4242])
+    h = History().enqueue("a").journal("sever", "w1").applied("w1", pids=[4242])
     verdict = judge(h.execute("a", "w1").snapshot(a="done").events)
     assert verdict.verdict == "inconclusive"
     (fault,) = verdict.faults
