@@ -1,7 +1,7 @@
 """The judgement rules: each job's outcome, and which of its anomalies the contract forbids.
 
-- `overlapped`: two executions that each made an accepted effect and whose [claim, end) intervals
-  intersect; `redelivered`: several effects, executions one after another.
+- `overlapped`: two executions that each made an accepted effect and worked at once (one claimed the
+  job before the other's last effect); `redelivered`: several effects, executions one after another.
 - dead letters: a job ending dead after a number of claims != contract.max_attempts (when set), or a
   job enqueued with fail=false ending dead, is a `dead_lettered` violation.
 - a recovery past contract.recovery_bound_s is a `recovery_bound_exceeded` violation.
@@ -142,8 +142,7 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
     overlap = _overlap(history)
     if overlap is not None:
         first, second = overlap
-        until = (f"until {first.ended_by} at {run.at(first.end)}" if first.end is not None
-                 else "and never ended")
+        assert first.last_effect is not None
         reasons = []
         if contract.overlap == "never":
             reasons.append("the contract says overlap = never")
@@ -151,9 +150,10 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
             reasons.append(f"{effects} effects under a {contract.delivery} contract")
         if not reasons:
             return "overlapped", ""
-        return "overlapped", (f"{effects} effects from executions that ran at once: {second.who()} claimed it at "
+        return "overlapped", (f"{effects} effects from executions that worked at once: {second.who()} claimed it at "
                               f"{run.at(second.claim)} while {first.who()} (claimed at {run.at(first.claim)}) "
-                              f"was still executing it, {until}; " + "; ".join(reasons))
+                              f"was still working on it, up to its effect at {run.at(first.last_effect)}; "
+                              + "; ".join(reasons))
     if contract.delivery != "at-least-once":
         return "redelivered", f"{effects} effects under a {contract.delivery} contract"
     return "redelivered", ""
@@ -169,14 +169,17 @@ def unsettled_for(history: JobHistory, bound: float) -> float | None:
 
 
 def _overlap(history: JobHistory) -> tuple[Execution, Execution] | None:
-    """Two effecting executions whose [claim, end) intervals intersect, or None (a sweep in claim order)."""
-    reach: Execution | None = None  # the effecting execution that ends last so far
+    """Two effecting executions that worked at once: one claimed the job before the other's last effect.
+    (An execution is at work from its claim to its last effect; what it does after, settling its ack, is
+    not work on the job.) A sweep in claim order; None when there are none."""
+    reach: Execution | None = None  # the effecting execution whose last effect is latest so far
     for execution in history.executions:  # in claim order
-        if not execution.effects:
+        last = execution.last_effect
+        if last is None:
             continue
-        if reach is not None and (reach.end is None or reach.end.seq > execution.claim.seq):
+        if reach is not None and reach.last_effect is not None and reach.last_effect.seq > execution.claim.seq:
             return reach, execution
-        if reach is None or (reach.end is not None and (execution.end is None or execution.end.seq > reach.end.seq)):
+        if reach is None or reach.last_effect is None or last.seq > reach.last_effect.seq:
             reach = execution
     return None
 

@@ -7,7 +7,9 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
   as lost: the claim that took it is reported after it commits), its process alive, and no fault
   that excuses a reclaim (its kind says so: a kill, stop or restart of it since its claim, a clock
   fault on it, a backend restart since) reached it.
-- `stale_ack_accepted`: an accepted ack by an execution that had been superseded.
+- `stale_ack_accepted`: an accepted ack by an execution that had been superseded. An ack whose outcome
+  the worker could not learn (`ok` null) ends its execution and proves nothing either way: the final
+  snapshot says whether the job was done.
 - `effect_after_lease_loss`: an accepted effect by a superseded execution; exposure = effect time -
   the superseding claim's time.
 - `stale_extension_accepted`: a heartbeat reported `ok` by a superseded execution, when an earlier
@@ -184,11 +186,15 @@ def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
 
 
 def _released(execution: Execution) -> bool:
-    """Did the owner give the job back (an ack, or an abandon other than one because it had lost it)?"""
+    """Did the owner's ownership end on its own account: an ack the queue answered (accepted, or refused
+    because it was no longer the owner), or an abandon other than one because it had lost the job? (An ack
+    whose outcome the worker could not learn, ok null, proves neither.)"""
     end = execution.end
+    if end is None:
+        return False
     if execution.ended_by == "ack":
-        return True
-    return execution.ended_by == "abandon" and end is not None and end.data.get("reason") != "lost"
+        return end.data.get("ok") is not None
+    return execution.ended_by == "abandon" and end.data.get("reason") != "lost"
 
 
 def _taken_from_healthy_owner(run: RunHistory, previous: Execution) -> bool:
@@ -217,6 +223,7 @@ def _on_effect(run: RunHistory, history: JobHistory, event: Event) -> None:
     if execution is None:
         return
     execution.effects += 1
+    execution.last_effect = event
     winner = execution.superseded_by
     if winner is not None:
         _after_loss(history, "effect_after_lease_loss", execution, event, winner.claim, lambda exposure: (

@@ -22,7 +22,7 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     "key": (lambda v: v is None or isinstance(v, str), "a string or null"),
     "fence": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
     "attempt": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
-    "ok": (lambda v: isinstance(v, bool), "true or false"),
+    "ok": (lambda v: v is None or isinstance(v, bool), "true or false (an ack may say null: outcome unknown)"),
     "reason": (lambda v: isinstance(v, str), "a string"),
 }
 _REQUIRED = {events.HEARTBEAT: ("ok",), events.ACK: ("ok",)}
@@ -61,6 +61,9 @@ def parse(point: str, body: bytes) -> dict[str, Any]:
         if check is not None and not check[0](value):
             raise BadProbe(f"field {name!r} of a {point} probe must be {check[1]}, not {json.dumps(value)[:80]}",
                            f"{point}.{name}")
+    if point == events.HEARTBEAT and probe["ok"] is None:
+        raise BadProbe("field 'ok' of a heartbeat probe must be true or false: the worker knows whether its "
+                       "extension succeeded", f"{point}.ok")
     return probe
 
 

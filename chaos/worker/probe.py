@@ -127,7 +127,9 @@ def heartbeat(job: str, token: str, ok: bool) -> dict[str, Any]:
     return send(events.HEARTBEAT, job, token=token, ok=ok)
 
 
-def ack(job: str, token: str, ok: bool) -> dict[str, Any]:
+def ack(job: str, token: str, ok: bool | None) -> dict[str, Any]:
+    """ok: the queue accepted the ack (True), refused it (False), or the worker cannot know (None: the
+    connection died while the ack was in flight)."""
     return send(events.ACK, job, token=token, ok=ok)
 
 

@@ -46,6 +46,8 @@ ACK = {
     "unconditional": "UPDATE jobs SET status = 'done', lease_expires_at = NULL WHERE id = %(job)s",
     "status": "UPDATE jobs SET status = 'done', lease_expires_at = NULL WHERE id = %(job)s AND status = 'claimed'",
 }
+ACKED = "SELECT 1 FROM jobs WHERE id = %(job)s AND claim_token = %(token)s AND status = 'done'"
+ACK_OUTCOME_TIMEOUT_S = 5.0
 FAIL = """
 UPDATE jobs SET status = CASE WHEN attempts {past} %(max_attempts)s THEN 'dead' ELSE 'pending' END,
        available_at = now(), claim_token = NULL, lease_expires_at = NULL
@@ -122,8 +124,27 @@ def process(db: LeaseDb, hb_db: LeaseDb, cfg: WorkerSettings, stop: threading.Ev
         probe.effect(job, token)
     finally:
         heartbeat.stop()
-    rows, _ = retrying(lambda: db.run(ACK[cfg.param("ack")], {"job": job, "token": token}), TRANSIENT, stop)
-    probe.ack(job, token, rows == 1)
+    probe.ack(job, token, acknowledge(db, cfg, job, token, stop))
+
+
+def acknowledge(db: LeaseDb, cfg: WorkerSettings, job: str, token: str, stop: threading.Event) -> bool | None:
+    """Accepted or refused; None when the outcome cannot be learned (the connection died with the ack in
+    flight, and the queue stayed unreachable): the lease then decides, at-least-once."""
+    args = {"job": job, "token": token}
+    try:
+        rows, _ = db.run(ACK[cfg.param("ack")], args)
+        return rows == 1
+    except TRANSIENT as exc:
+        log(f"{job}: the connection failed with the ack in flight ({exc!r}); asking the queue whether it landed")
+    try:
+        landed, _ = retrying(lambda: db.run(ACKED, args), TRANSIENT, stop, timeout=ACK_OUTCOME_TIMEOUT_S)
+        if landed:
+            return True
+        rows, _ = retrying(lambda: db.run(ACK[cfg.param("ack")], args), TRANSIENT, stop, timeout=ACK_OUTCOME_TIMEOUT_S)
+        return rows == 1
+    except TRANSIENT as exc:
+        log(f"{job}: the ack's outcome is unknown ({exc!r})")
+        return None
 
 
 def checkpoint(db: LeaseDb, heartbeat: Heartbeat, mode: str, job: str, token: str, stop: threading.Event) -> bool:

@@ -55,11 +55,18 @@ def stale_owner(contract: Contract = AT_LEAST_ONCE, *, late_effect: bool = False
 # -- overlapped ----------------------------------------------------------------------------------
 
 
-def test_overlap_is_a_violation_under_overlap_never_with_the_fault_in_the_witness() -> None:
+def test_an_effect_made_before_the_owner_lost_the_job_is_a_redelivery_not_an_overlap() -> None:
+    # w1's work ended with its effect; what it did after (its rejected ack) is not work on the job
     verdict = judge(stale_owner().snapshot(a="done").events)
+    assert verdict.verdict == "pass", verdict.violations
+    assert verdict.jobs == {"a": "redelivered"}
+
+
+def test_overlap_is_a_violation_under_overlap_never_with_the_fault_in_the_witness() -> None:
+    verdict = judge(stale_owner(late_effect=True).snapshot(a="done").events)
     assert verdict.verdict == "fail"
     assert verdict.jobs == {"a": "overlapped"} and verdict.counts["overlapped"] == 1
-    assert kinds(verdict) == [("overlapped", "a")]
+    assert kinds(verdict) == [("overlapped", "a"), ("effect_after_lease_loss", "a")]
     violation = only(verdict, "overlapped")
     assert "w2 (token t2) claimed it" in violation.message and "w1 (token t1)" in violation.message
     assert "overlap = never" in violation.message
@@ -67,14 +74,15 @@ def test_overlap_is_a_violation_under_overlap_never_with_the_fault_in_the_witnes
 
 
 def test_overlap_after_a_stop_is_allowed_under_after_lease_loss() -> None:
-    verdict = judge(stale_owner(LEASE).snapshot(a="done").events)
+    verdict = judge(stale_owner(LEASE, late_effect=True).snapshot(a="done").events)
     assert verdict.verdict == "pass", verdict.violations
     assert verdict.jobs == {"a": "overlapped"}
-    assert verdict.anomalies == []  # w1's effect came before w2's claim: no exposure
+    assert [a["kind"] for a in verdict.anomalies] == ["effect_after_lease_loss"]
 
 
 def test_overlap_is_a_violation_under_exactly_once_effect_even_after_lease_loss() -> None:
-    verdict = judge(stale_owner(replace(LEASE, delivery="exactly-once-effect")).snapshot(a="done").events)
+    verdict = judge(stale_owner(replace(LEASE, delivery="exactly-once-effect"), late_effect=True)
+                    .snapshot(a="done").events)
     violation = only(verdict, "overlapped")
     assert "exactly-once-effect" in violation.message
 
@@ -484,7 +492,9 @@ def test_overlap_premature_and_exposure_match_a_pairwise_reference(schedule: lis
     claims = sorted((seq, i) for (i, step), seq in at.items() if step == "claim")
     end = {i: at.get((i, "abandon"), 10**9) for _, i in claims}
     effecting = [i for _, i in claims if (i, "effect") in at]
-    overlapping = any(at[(a, "claim")] < at[(b, "claim")] < end[a] or at[(b, "claim")] < at[(a, "claim")] < end[b]
+    # two executions worked at once: one claimed the job before the other's effect (its last work on it)
+    overlapping = any(at[(a, "claim")] < at[(b, "claim")] < at[(a, "effect")]
+                      or at[(b, "claim")] < at[(a, "claim")] < at[(b, "effect")]
                       for a in effecting for b in effecting if a < b)
     premature = sum(1 for (seq, _), (_, prev) in zip(claims[1:], claims, strict=False) if end[prev] > seq)
     exposed = sum(1 for i in effecting if any(at[(i, "claim")] < seq < at[(i, "effect")] for seq, _ in claims))
