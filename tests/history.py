@@ -76,7 +76,8 @@ class History:
                   dt: float = 0.01) -> History:
         return self.probe(events.HEARTBEAT, job, worker, token, dt=dt, ok=ok)
 
-    def ack(self, job: str, worker: str, token: str | None = None, *, ok: bool = True, dt: float = 0.01) -> History:
+    def ack(self, job: str, worker: str, token: str | None = None, *, ok: bool | None = True,
+            dt: float = 0.01) -> History:
         return self.probe(events.ACK, job, worker, token, dt=dt, ok=ok)
 
     def abandon(self, job: str, worker: str, token: str | None = None, *, reason: str | None = None,

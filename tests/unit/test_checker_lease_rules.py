@@ -11,6 +11,7 @@ import pytest
 from chaos.check.checker import judge
 from chaos.check.verdict import Verdict
 from chaos.contract import Contract
+from chaos.runtime import probe_schema
 from tests.history import History
 from tests.unit.test_checker_anomalies import LEASE, LOCK
 
@@ -150,3 +151,21 @@ def test_a_claim_reported_while_its_worker_is_stopped_is_covered_by_the_stop() -
 def test_a_claim_made_after_the_stop_healed_is_not_covered() -> None:
     verdict = claim_around_a_stop(claim_while_stopped=False)
     assert kinds(verdict) == ["premature_reclaim"]
+
+
+# -- an ack whose outcome the worker could not learn ---------------------------------------------------
+
+
+def test_an_ack_with_an_unknown_outcome_is_neither_a_stale_ack_nor_a_release() -> None:
+    h = History(LEASE).enqueue("a").claim("a", "w1", "t1").effect("a", "w1", "t1").partition("w1", cut=1)
+    h.claim("a", "w2", "t2", dt=1.2).heal("w1").ack("a", "w1", "t1", ok=None)
+    h.effect("a", "w2", "t2").ack("a", "w2", "t2")
+    verdict = judge(h.snapshot(a="done").events)
+    assert verdict.verdict == "pass", verdict.violations
+    assert verdict.jobs == {"a": "redelivered"}
+
+
+def test_a_heartbeat_must_say_whether_the_extension_succeeded() -> None:
+    assert probe_schema.parse("ack", b'{"job": "a", "ok": null}')["ok"] is None
+    with pytest.raises(probe_schema.BadProbe, match="heartbeat probe must be true or false"):
+        probe_schema.parse("heartbeat", b'{"job": "a", "ok": null}')
