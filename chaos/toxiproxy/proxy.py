@@ -17,7 +17,7 @@ import struct
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from chaos.toxiproxy.toxics import BEHAVIOURS, STREAMS, Behaviour, Timeout, Toxic
 
@@ -123,7 +123,9 @@ class Connection:
         self.links: dict[str, Link] = {}
         self.closed = False
         self.linger0 = False  # a reset_peer was in a chain when the connection started: every close is an RST
-        client.pause_reading()  # until the upstream is connected
+        self.early: list[bytes] = []  # what the client sent before the upstream was connected
+        self.early_eof = False  # and whether it had ended its side by then
+        client.pause_reading()  # until the upstream is connected (uvloop may deliver a first read regardless)
 
     async def dial(self) -> None:
         """Connect to the upstream; a failure closes the client's connection (it reads EOF)."""
@@ -147,6 +149,12 @@ class Connection:
             sock = transport_.get_extra_info("socket")
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for data in self.early:
+            self.links["upstream"].feed(data)
+        self.early.clear()
+        if self.early_eof:
+            self.links["upstream"].ended()
+            return
         self.client.resume_reading()
 
     def close(self, reset: bool = False) -> None:
@@ -310,6 +318,8 @@ class _Side(asyncio.Protocol):
             link = self.connection.links.get(self.direction_in)
             if link is not None:
                 link.feed(data)
+            else:
+                self.connection.early.append(data)
 
     def eof_received(self) -> bool | None:
         if self.connection is not None:
@@ -317,7 +327,7 @@ class _Side(asyncio.Protocol):
             if link is not None:
                 link.ended()
             else:
-                self.connection.close()
+                self.connection.early_eof = True  # the link ends once the upstream is connected
         return True  # keep the transport: the link closes it
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -345,8 +355,8 @@ class ClientSide(_Side):
         self.proxy = proxy
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.connection = self.proxy.accepted(transport)
+        # a stream transport (uvloop's does not subclass asyncio.Transport, but has its methods)
+        self.connection = self.proxy.accepted(cast(asyncio.Transport, transport))
 
     def _other(self) -> asyncio.Transport | None:
         return self.connection.upstream if self.connection is not None else None
