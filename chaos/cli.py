@@ -147,12 +147,14 @@ def _list() -> int:
     print("scenarios:")
     for name, path in sorted(available_scenarios().items()):
         try:
-            doc = load_scenario(path).doc.splitlines()
+            scenario = load_scenario(path)
         except ConfigError as exc:
             broken += 1
-            print(f"  {name:<34} BROKEN: {exc}")
+            print(f"  {name:<38} BROKEN: {exc}")
             continue
-        print(f"  {name:<34} {doc[0] if doc else ''}")
+        doc = scenario.doc.splitlines()
+        choices = " ".join(f"{k}={'|'.join(v)}" for k, v in scenario.params.items())
+        print(f"  {name:<38} {doc[0] if doc else ''}" + (f" [-s {choices}]" if choices else ""))
     if broken:
         print(f"chaos: {broken} target(s) or scenario(s) above do not load; each says why.", file=sys.stderr)
     return 2 if broken else 0
