@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,14 +31,14 @@ def variants() -> dict[str, Cell]:
     return found
 
 
-def judged(cell: Cell, scenario: str, runs_dir: Path) -> tuple[str, list[str]]:
+def judged(cell: Cell, scenario: str, runs_root: Path) -> tuple[str, list[str]]:
     """The verdict of one run of the variant against the scenario, and the violations it named."""
     probe = Cell(cell.target, scenario, "fail", params=cell.params, contract=cell.contract)
-    before = set(runs_dir.iterdir())
+    runs_dir = Path(tempfile.mkdtemp(dir=runs_root))
     done = subprocess.run([sys.executable, "-m", "chaos", *probe.argv(1, runs_dir)], cwd=REPO, capture_output=True,
                           text=True, check=False)
-    made = set(runs_dir.iterdir()) - before
-    if len(made) != 1 or not (verdict_file := made.pop() / "verdict.json").exists():
+    made = list(runs_dir.iterdir())
+    if len(made) != 1 or not (verdict_file := made[0] / "verdict.json").exists():
         return f"no verdict (exit {done.returncode}: {done.stderr.strip()[-200:]})", []
     verdict = json.loads(verdict_file.read_text())
     return verdict["verdict"], sorted({v["kind"] for v in verdict["violations"]})
@@ -46,22 +47,24 @@ def judged(cell: Cell, scenario: str, runs_dir: Path) -> tuple[str, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", default="", help="run only variants whose name contains this text")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once (each is its own server and workers)")
     args = parser.parse_args()
     runs_dir = Path(tempfile.mkdtemp(prefix="queue-chaos-mutants-"))
     scenarios = bundled_scenarios()
     chosen = {name: cell for name, cell in variants().items() if args.only in name}
     caught = 0
     began = time.monotonic()
-    for name, cell in chosen.items():
-        catchers = []
-        for scenario in scenarios:
-            verdict, kinds = judged(cell, scenario, runs_dir)
-            if verdict == "fail":
-                catchers.append(f"{scenario} ({', '.join(kinds)})")
-        caught += bool(catchers)
-        print(f"{'caught' if catchers else 'MISSED'} {name}  [{cell.rule}]", flush=True)
-        for catcher in catchers:
-            print(f"    by {catcher}", flush=True)
+    with ThreadPoolExecutor(args.jobs) as pool:
+        results = {name: [pool.submit(judged, cell, scenario, runs_dir) for scenario in scenarios]
+                   for name, cell in chosen.items()}
+        for name, cell in chosen.items():
+            outcomes = [(scenario, *future.result()) for scenario, future in zip(scenarios, results[name], strict=True)]
+            catchers = [f"{scenario} ({', '.join(kinds)})" for scenario, verdict, kinds in outcomes
+                        if verdict == "fail"]
+            caught += bool(catchers)
+            print(f"{'caught' if catchers else 'MISSED'} {name}  [{cell.rule}]", flush=True)
+            for catcher in catchers:
+                print(f"    by {catcher}", flush=True)
     print(f"mutation score: {caught}/{len(chosen)} broken variants caught, {len(scenarios)} scenarios each, "
           f"{time.monotonic() - began:.0f}s; run dirs in {runs_dir}")
     sys.exit(0 if caught == len(chosen) else 1)

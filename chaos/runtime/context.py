@@ -144,10 +144,16 @@ class ScenarioContext:
     def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
                    gate: Gate | None = None) -> bool:
         """The held gate's answer waits for the worker to resume; SIGCONT comes in the nemesis's `finally`."""
-        with self.nemesis.active(stop.KIND.name, worker, _armed_or_none(gate), max_s=max_s) as fault:
+        return self._until(stop.KIND.name, worker, predicate, max_s, gate, "stopped")
+
+    def _until(self, kind: str, worker: str, predicate: Callable[[Event], bool], max_s: float, gate: Gate | None,
+               state: str, **params: Any) -> bool:
+        """Apply a fault to `worker`, release `gate`, wait (at most `max_s`) for `predicate`, heal the fault;
+        whether the predicate held (recorded with the heal)."""
+        with self.nemesis.active(kind, worker, _armed_or_none(gate), max_s=max_s, **params) as fault:
             if gate is not None:
                 self.release(gate)
-            self._doing(f"holding {worker} stopped")
+            self._doing(f"holding {worker} {state}")
             held = self.ledger.wait_for(predicate, max_s) is not None
             fault.healed["condition_held"] = held
         self._doing("running the scenario")
@@ -167,14 +173,7 @@ class ScenarioContext:
 
     def partition_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float, mode: str = "disable",
                         gate: Gate | None = None) -> bool:
-        with self.nemesis.active(partition.KIND.name, worker, _armed_or_none(gate), mode=mode, max_s=max_s) as fault:
-            if gate is not None:
-                self.release(gate)
-            self._doing(f"holding {worker} partitioned ({mode})")
-            held = self.ledger.wait_for(predicate, max_s) is not None
-            fault.healed["condition_held"] = held
-        self._doing("running the scenario")
-        return held
+        return self._until(partition.KIND.name, worker, predicate, max_s, gate, f"partitioned ({mode})", mode=mode)
 
     def latency(self, worker: str, ms: int, jitter_ms: int = 0) -> ActiveFault:
         return self.nemesis.begin("latency", worker, latency_ms=ms, jitter_ms=jitter_ms)

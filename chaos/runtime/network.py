@@ -35,9 +35,6 @@ class WorkerLink:
     def remove_toxic(self, name: str) -> None:
         self.server.control.remove_toxic(self.proxy, name)
 
-    def state(self) -> tuple[bool, list[str]]:
-        return self.server.control.state(self.proxy)
-
 
 class Network:
     """The run's Toxiproxy (`chaos.toxiproxy.provider`) and a proxy per worker on it."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.toxiproxy.proxy import ApiFailure, Journal, Proxy, split_address
-from chaos.toxiproxy.toxics import STREAMS, TYPES, BadAttributes, Toxic, decode_attributes
+from chaos.toxiproxy.toxics import STREAMS, TYPES, BadAttributes, Toxic, decode_attributes, json_kind
 
 VERSION = "v2.12.0"  # the API this server speaks
 JSON = "application/json"
@@ -119,7 +119,7 @@ class Api:
         try:
             items = _decode(body)
             if not isinstance(items, list):
-                raise bad_body(f"json: cannot unmarshal {_kind(items)} into Go value of type []struct {{ "
+                raise bad_body(f"json: cannot unmarshal {json_kind(items)} into Go value of type []struct {{ "
                                'toxiproxy.Proxy; Enabled *bool "json:\\"enabled\\"" }')
             specs = [_fields(item, "toxiproxy.Proxy", {"name": str, "listen": str, "upstream": str,
                                                          "enabled": bool}) for item in items]
@@ -194,7 +194,7 @@ class Api:
         raw = _decode(body)
         spec = _fields(raw, "toxics.ToxicWrapper", {"name": str, "type": str, "stream": str, "toxicity": float})
         if isinstance(raw, dict) and "attributes" in raw and not isinstance(raw["attributes"], (dict, type(None))):
-            raise bad_body(f"json: cannot unmarshal {_kind(raw['attributes'])} into Go struct field "
+            raise bad_body(f"json: cannot unmarshal {json_kind(raw['attributes'])} into Go struct field "
                            "ToxicWrapper.attributes of type toxics.NoopToxic")
         stream = spec.get("stream") or "downstream"
         if stream.lower() not in STREAMS:
@@ -300,7 +300,7 @@ def _object(body: bytes, go_type: str, schema: dict[str, type]) -> dict[str, Any
 def _fields(raw: Any, go_type: str, schema: dict[str, type]) -> dict[str, Any]:
     """The known fields of a JSON object, type-checked as Go's decoder checks them; unknown ones ignored."""
     if not isinstance(raw, dict):
-        raise bad_body(f"json: cannot unmarshal {_kind(raw)} into Go value of type {go_type}")
+        raise bad_body(f"json: cannot unmarshal {json_kind(raw)} into Go value of type {go_type}")
     struct = go_type.split(".")[-1]
     out: dict[str, Any] = {}
     for key, wanted in schema.items():
@@ -312,20 +312,10 @@ def _fields(raw: Any, go_type: str, schema: dict[str, type]) -> dict[str, Any]:
                 isinstance(value, wanted))
         if not fits:
             go_name = {str: "string", bool: "bool", float: "float32"}[wanted]
-            raise bad_body(f"json: cannot unmarshal {_kind(value)} into Go struct field {struct}.{key} "
+            raise bad_body(f"json: cannot unmarshal {json_kind(value)} into Go struct field {struct}.{key} "
                            f"of type {go_name}")
         out[key] = value
     return out
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def _differs(proxy: Proxy, listen: str, upstream: str) -> bool:

@@ -82,13 +82,6 @@ class ToxiproxyControl:
     def remove_toxic(self, proxy: str, name: str) -> None:
         self._call(f"remove toxic {name} from {proxy}", lambda: self._proxy(proxy).destroy_toxic(name))
 
-    def state(self, name: str) -> tuple[bool, list[str]]:
-        """Whether the proxy is enabled, and its toxics' names."""
-        def read() -> tuple[bool, list[str]]:
-            proxy = self._proxy(name)
-            return bool(proxy.enabled), sorted(proxy.toxics())
-        return self._call(f"read proxy {name}", read)
-
     def delete(self, name: str) -> None:
         self._call(f"delete proxy {name}", lambda: self._proxy(name).destroy())
 

@@ -32,9 +32,6 @@ class ToxiproxyServer:
     embedded: EmbeddedToxiproxy | None = None
     process: subprocess.Popen[bytes] | None = None
 
-    def describe(self) -> dict[str, str]:
-        return {"kind": self.kind, "url": self.control.url}
-
     def close(self) -> None:
         if self.embedded is not None:
             self.embedded.close()

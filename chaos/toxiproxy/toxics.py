@@ -26,7 +26,6 @@ TYPES: dict[str, tuple[str, dict[str, str]]] = {
     "noop": ("NoopToxic", {}),
 }
 STREAMS = ("upstream", "downstream")
-BANDWIDTH_PIECE_S = 0.1  # a bandwidth toxic sends at most rate*100 bytes per 100 ms
 
 Emit = Callable[[float, bytes], Awaitable[None]]
 
@@ -55,13 +54,13 @@ def decode_attributes(kind: str, raw: Any, current: dict[str, int] | None = None
     if raw is None:
         return attributes
     if not isinstance(raw, dict):
-        raise BadAttributes(f"json: cannot unmarshal {_json_kind(raw)} into Go struct field ToxicWrapper.attributes "
+        raise BadAttributes(f"json: cannot unmarshal {json_kind(raw)} into Go struct field ToxicWrapper.attributes "
                             "of type toxics.NoopToxic")
     for name, value in raw.items():
         if name not in schema or value is None:
             continue  # unknown attributes are ignored; null leaves the value as it was
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadAttributes(f"json: cannot unmarshal {_json_kind(value)} into Go struct field "
+            raise BadAttributes(f"json: cannot unmarshal {json_kind(value)} into Go struct field "
                                 f"{struct}.attributes.{name} of type {schema[name]}")
         if isinstance(value, float):
             raise BadAttributes(f"json: cannot unmarshal number {value!r} into Go struct field "
@@ -70,7 +69,8 @@ def decode_attributes(kind: str, raw: Any, current: dict[str, int] | None = None
     return attributes
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """The JSON type of a value, as Go's decoder names it in its errors."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, (int, float)):
@@ -139,7 +139,7 @@ class Bandwidth(Behaviour):
             if not await stream.wait(None):
                 await emit(arrival, data)  # the chain changed: flush
             return
-        piece_size = rate * 100
+        piece_size = rate * 100  # at most rate*100 bytes per 100 ms, as Toxiproxy sends them
         start = time.monotonic()
         sent = 0
         flushing = False
