@@ -6,6 +6,7 @@ shapes as ../shared/reference/toxiproxy-api.md gives them for Toxiproxy v2.12.0.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -64,6 +65,9 @@ class Api:
         self.proxies: dict[str, Proxy] = {}
         self.rng = random.Random(seed)
         self.journal = journal
+        # Handlers await listens and closes; one at a time, so two creates of one name cannot both pass
+        # the 409 check, and no request sees a proxy half made.
+        self._lock = asyncio.Lock()
 
     async def answer(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Response:
         path = target.split("?", 1)[0]
@@ -77,7 +81,8 @@ class Api:
             if headers.get("user-agent", "").startswith("Mozilla/"):
                 return Response(403, b"User agent not allowed\n", {"Content-Type": TEXT})
             try:
-                response: Response = await getattr(self, handler)(body, **match.groupdict())
+                async with self._lock:
+                    response: Response = await getattr(self, handler)(body, **match.groupdict())
             except ApiError as exc:
                 response = error_response(exc.status, exc.message)
             except ApiFailure as exc:
@@ -156,6 +161,11 @@ class Api:
         listen = spec.get("listen", found.listen)
         upstream = spec.get("upstream", found.upstream)
         enabled = spec.get("enabled", found.enabled)
+        if listen != found.listen:
+            try:
+                split_address(listen)
+            except (ValueError, OSError) as exc:  # refused before anything changes, as Toxiproxy resolves first
+                raise ApiFailure(str(exc)) from exc
         if _differs(found, listen, upstream):
             await found.stop()
             found.listen, found.upstream = listen, upstream
@@ -196,7 +206,7 @@ class Api:
         if isinstance(raw, dict) and "attributes" in raw and not isinstance(raw["attributes"], (dict, type(None))):
             raise bad_body(f"json: cannot unmarshal {json_kind(raw['attributes'])} into Go struct field "
                            "ToxicWrapper.attributes of type toxics.NoopToxic")
-        stream = spec.get("stream") or "downstream"
+        stream = spec.get("stream", "downstream")
         if stream.lower() not in STREAMS:
             raise ApiError(400, "stream was invalid, can be either upstream or downstream")
         kind = spec.get("type") or ""
@@ -220,7 +230,7 @@ class Api:
         found = self._proxy(proxy)
         existing = self._toxic(found, toxic)
         raw = _decode(body)
-        spec = _fields(raw, "toxics.ToxicWrapper", {"name": str, "type": str, "stream": str, "toxicity": float})
+        spec = _fields(raw, "toxics.ToxicWrapper", {"toxicity": float})  # name, type and stream are ignored
         try:
             attributes = decode_attributes(existing.type, raw.get("attributes"), existing.attributes)
         except BadAttributes as exc:
@@ -281,7 +291,9 @@ def _decode(body: bytes) -> Any:
     if not text.strip():
         raise bad_body("EOF")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
+    except _NotJson as exc:
+        raise bad_body(f"invalid character '{str(exc).lstrip('-')[0]}' looking for beginning of value") from exc
     except json.JSONDecodeError as exc:
         if exc.pos >= len(text.rstrip()):
             raise bad_body("unexpected EOF") from exc
@@ -291,6 +303,14 @@ def _decode(body: bytes) -> Any:
                  else "after object key" if "':' delimiter" in exc.msg
                  else "after object key:value pair")
         raise bad_body(f"invalid character '{char}' {where}") from exc
+
+
+class _NotJson(ValueError):
+    """NaN or Infinity, which Python's parser takes and JSON (and Go) does not."""
+
+
+def _not_json(name: str) -> Any:
+    raise _NotJson(name)
 
 
 def _object(body: bytes, go_type: str, schema: dict[str, type]) -> dict[str, Any]:

@@ -54,11 +54,13 @@ class Proxy:
         """Listen on `listen` (port 0: a free one, then written back as the bound address)."""
         if self.enabled:
             return
-        host, port = split_address(self.listen)
         loop = asyncio.get_running_loop()
         try:
-            self._listener = await loop.create_server(lambda: ClientSide(self), host or None, port,
-                                                      reuse_address=True)
+            host, port = split_address(self.listen or ":0")  # no listen: any interface, a free port
+            if host and host != "::":
+                self._listener = await loop.create_server(lambda: ClientSide(self), host, port, reuse_address=True)
+            else:
+                self._listener = await loop.create_server(lambda: ClientSide(self), sock=_any_interface(port))
         except (OSError, ValueError) as exc:
             raise ApiFailure(listen_error(self.listen, exc)) from exc
         bound = self._listener.sockets[0].getsockname()
@@ -129,8 +131,8 @@ class Connection:
 
     async def dial(self) -> None:
         """Connect to the upstream; a failure closes the client's connection (it reads EOF)."""
-        host, port = split_address(self.proxy.upstream)
         try:
+            host, port = split_address(self.proxy.upstream)
             transport, _ = await asyncio.get_running_loop().create_connection(
                 lambda: UpstreamSide(self), host or "127.0.0.1", port)
         except (OSError, ValueError):
@@ -157,8 +159,8 @@ class Connection:
             return
         self.client.resume_reading()
 
-    def close(self, reset: bool = False) -> None:
-        """Close both sockets (with an RST when this connection lingers 0, or `reset` is asked)."""
+    def close(self) -> None:
+        """Close both sockets (with an RST when this connection lingers 0)."""
         if self.closed:
             return
         self.closed = True
@@ -171,7 +173,7 @@ class Connection:
         for transport in (self.client, self.upstream):
             if transport is None:
                 continue
-            if reset or self.linger0:
+            if self.linger0:
                 sock = transport.get_extra_info("socket")
                 if sock is not None:
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -252,8 +254,8 @@ class Link:
             return True
         return False
 
-    def close(self, reset: bool = False) -> None:
-        self.connection.close(reset)
+    def close(self) -> None:
+        self.connection.close()
 
     def dropped(self, size: int) -> None:
         self.held += size
@@ -272,6 +274,7 @@ class Link:
                 await self._through(list(self.active), 0, arrival, data)
                 continue
             if self.eof:
+                self.interrupted.clear()  # a chain change before the end flushed chunks, not the end's waits
                 for behaviour in list(self.active):
                     await behaviour.at_eof(self)
                 self.connection.close()
@@ -372,11 +375,27 @@ class UpstreamSide(_Side):
         return self.connection.client if self.connection is not None else None
 
 
+def _any_interface(port: int) -> socket.socket:
+    """One dual-stack socket on every interface (IPv4 and IPv6 on one port), as Go's net.Listen("tcp", ":p")."""
+    sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("::", port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def split_address(address: str) -> tuple[str, int]:
     """("host", port) of "host:port", "[v6]:port" or ":port"; ValueError when it is none of them."""
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
         raise ValueError(f"address {address}: missing port in address")
+    if int(port) > 65535:
+        raise ValueError(f"address {port}: invalid port")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if ":" in host:
         socket.inet_pton(socket.AF_INET6, host)

@@ -40,8 +40,8 @@ class Stream(Protocol):
     async def wait(self, seconds: float | None) -> bool:
         """Sleep (None: until interrupted); False when the toxic chain changed meanwhile (flush now)."""
 
-    def close(self, reset: bool = False) -> None:
-        """Close the whole connection (with an RST when `reset`)."""
+    def close(self) -> None:
+        """Close the whole connection (an RST when a reset_peer was there at its start, else a FIN)."""
 
     def dropped(self, size: int) -> None:
         """Count bytes a toxic swallowed (a black hole holds them)."""
@@ -173,8 +173,8 @@ class Timeout(Behaviour):
 
 
 class ResetPeer(Behaviour):
-    """Drops the first chunk (or waits for EOF), then after `timeout` ms closes the connection, with an RST
-    when it was in the chain when the connection started."""
+    """Drops the first chunk (or waits for EOF), then after `timeout` ms closes the connection: with an RST
+    when a reset_peer was in a chain when the connection started (the connection lingers 0), else a FIN."""
 
     resets = True
 
@@ -187,7 +187,7 @@ class ResetPeer(Behaviour):
 
     async def _reset(self, stream: Stream) -> None:
         await stream.wait(self.attributes["timeout"] / 1000.0)
-        stream.close(reset=True)
+        stream.close()  # an RST only when the toxic was there when the connection started (its linger 0)
 
 
 class Slicer(Behaviour):

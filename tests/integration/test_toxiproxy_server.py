@@ -401,3 +401,71 @@ def test_serve_on_a_port_in_use_is_a_usage_error(echo: EchoServer) -> None:
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"cannot listen on 127.0.0.1:{echo.port}" in done.stderr and "--port" in done.stderr
+
+
+# -- found in review: the edges ------------------------------------------------------------------------
+
+
+def test_a_proxy_without_listen_binds_any_interface_and_one_without_an_upstream_port_closes(
+        server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    status, _, body = call(server, "POST", "/proxies", {"name": "any", "upstream": "127.0.0.1"})
+    proxy = json.loads(body)
+    assert status == 201 and proxy["listen"].startswith("[::]:"), proxy
+    port = int(proxy["listen"].rsplit(":", 1)[1])
+    for host in ("::1", "127.0.0.1"):  # one port on every interface, IPv6 and IPv4
+        conn = socket.create_connection((host, port), timeout=5)
+        assert conn.recv(10) == b"", "an upstream without a port cannot be dialled: the client reads EOF"
+    call(server, "PATCH", "/proxies/any", {"enabled": False})
+    call(server, "PATCH", "/proxies/any", {"enabled": True})
+    assert socket.create_connection(("127.0.0.1", port), timeout=5).recv(10) == b"", "re-enabled on the same port"
+
+
+def test_a_bad_listen_on_update_is_a_500_that_changes_nothing(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    proxy = create(server, echo)
+    conn = connect(proxy)
+    status, _, body = call(server, "PATCH", "/proxies/echo", {"listen": "127.0.0.1:99999"})
+    assert status == 500 and b"invalid port" in body
+    assert round_trip(conn, b"still")[0] == b"still", "the proxy and its connections stay"
+    assert json.loads(call(server, "GET", "/proxies/echo")[2])["listen"] == proxy["listen"]
+
+
+def test_slow_close_waits_even_right_after_the_chain_changed(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    round_trip(conn, b"x")
+    add_toxic(server, "echo", {"type": "slow_close", "stream": "upstream", "attributes": {"delay": 300}})
+    began = time.monotonic()
+    conn.shutdown(socket.SHUT_WR)  # no chunk passes between the toxic's arrival and the end
+    assert conn.recv(10) == b""
+    assert time.monotonic() - began >= 0.28
+
+
+def test_reset_peer_added_to_a_live_connection_closes_it_with_a_fin(server: EmbeddedToxiproxy,
+                                                                    echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    round_trip(conn, b"x")
+    add_toxic(server, "echo", {"type": "reset_peer", "stream": "upstream", "attributes": {"timeout": 0}})
+    conn.sendall(b"dropped")
+    assert conn.recv(10) == b"", "an ordinary EOF, not ECONNRESET"
+
+
+def test_concurrent_creates_of_one_name_give_one_proxy_and_one_409(server: EmbeddedToxiproxy,
+                                                                   echo: EchoServer) -> None:
+    spec = {"name": "twin", "listen": "127.0.0.1:0", "upstream": f"127.0.0.1:{echo.port}"}
+    results: list[int] = []
+    threads = [threading.Thread(target=lambda: results.append(call(server, "POST", "/proxies", spec)[0]))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == [201, 409]
+
+
+def test_bodies_json_does_not_allow_and_fields_that_do_not_apply(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    create(server, echo)
+    assert call(server, "POST", "/proxies/echo/toxics", raw=b'{"type": "latency", "toxicity": NaN}')[2] == \
+        b'{"error":"bad request body: invalid character \'N\' looking for beginning of value","status":400}\n'
+    assert call(server, "POST", "/proxies/echo/toxics", {"type": "latency", "stream": ""})[0] == 400
+    add_toxic(server, "echo", {"type": "latency"})
+    status, _, body = call(server, "PATCH", "/proxies/echo/toxics/latency_downstream", {"name": 5, "toxicity": 0.5})
+    assert status == 200 and json.loads(body)["name"] == "latency_downstream" and json.loads(body)["toxicity"] == 0.5
