@@ -11,6 +11,7 @@ import json
 import random
 import re
 import secrets
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,8 +82,9 @@ class Api:
             if headers.get("user-agent", "").startswith("Mozilla/"):
                 return Response(403, b"User agent not allowed\n", {"Content-Type": TEXT})
             try:
+                names = {key: urllib.parse.unquote(value) for key, value in match.groupdict().items()}
                 async with self._lock:
-                    response: Response = await getattr(self, handler)(body, **match.groupdict())
+                    response: Response = await getattr(self, handler)(body, **names)
             except ApiError as exc:
                 response = error_response(exc.status, exc.message)
             except ApiFailure as exc:
@@ -123,6 +125,8 @@ class Api:
     async def populate(self, body: bytes) -> Response:
         try:
             items = _decode(body)
+            if items is None:  # JSON null: an empty list to Go
+                items = []
             if not isinstance(items, list):
                 raise bad_body(f"json: cannot unmarshal {json_kind(items)} into Go value of type []struct {{ "
                                'toxiproxy.Proxy; Enabled *bool "json:\\"enabled\\"" }')
@@ -201,7 +205,7 @@ class Api:
 
     async def toxic_create(self, body: bytes, proxy: str) -> Response:
         found = self._proxy(proxy)
-        raw = _decode(body)
+        raw = _decode(body) or {}  # JSON null: Go's zero value
         spec = _fields(raw, "toxics.ToxicWrapper", {"name": str, "type": str, "stream": str, "toxicity": float})
         if isinstance(raw, dict) and "attributes" in raw and not isinstance(raw["attributes"], (dict, type(None))):
             raise bad_body(f"json: cannot unmarshal {json_kind(raw['attributes'])} into Go struct field "
@@ -229,7 +233,7 @@ class Api:
     async def toxic_update(self, body: bytes, proxy: str, toxic: str) -> Response:
         found = self._proxy(proxy)
         existing = self._toxic(found, toxic)
-        raw = _decode(body)
+        raw = _decode(body) or {}  # JSON null: Go's zero value
         spec = _fields(raw, "toxics.ToxicWrapper", {"toxicity": float})  # name, type and stream are ignored
         try:
             attributes = decode_attributes(existing.type, raw.get("attributes"), existing.attributes)
@@ -319,6 +323,8 @@ def _object(body: bytes, go_type: str, schema: dict[str, type]) -> dict[str, Any
 
 def _fields(raw: Any, go_type: str, schema: dict[str, type]) -> dict[str, Any]:
     """The known fields of a JSON object, type-checked as Go's decoder checks them; unknown ones ignored."""
+    if raw is None:  # JSON null leaves Go's struct at its zero value
+        return {}
     if not isinstance(raw, dict):
         raise bad_body(f"json: cannot unmarshal {json_kind(raw)} into Go value of type {go_type}")
     struct = go_type.split(".")[-1]

@@ -127,7 +127,10 @@ class Connection:
         self.linger0 = False  # a reset_peer was in a chain when the connection started: every close is an RST
         self.early: list[bytes] = []  # what the client sent before the upstream was connected
         self.early_eof = False  # and whether it had ended its side by then
-        client.pause_reading()  # until the upstream is connected (uvloop may deliver a first read regardless)
+        # Why each socket's reads are paused (dialling, a full toxic queue, the other side's full write
+        # buffer): reads resume only when no reason is left, so one cause never lifts another's pause.
+        self.pauses: dict[int, set[str]] = {}
+        self.pause(client, "dial")  # until the upstream is connected (uvloop may deliver a first read regardless)
 
     async def dial(self) -> None:
         """Connect to the upstream; a failure closes the client's connection (it reads EOF)."""
@@ -157,7 +160,20 @@ class Connection:
         if self.early_eof:
             self.links["upstream"].ended()
             return
-        self.client.resume_reading()
+        self.resume(self.client, "dial")
+
+    def pause(self, transport: asyncio.Transport, reason: str) -> None:
+        reasons = self.pauses.setdefault(id(transport), set())
+        if not reasons and not self.closed:
+            transport.pause_reading()
+        reasons.add(reason)
+
+    def resume(self, transport: asyncio.Transport, reason: str) -> None:
+        reasons = self.pauses.setdefault(id(transport), set())
+        if reason in reasons:
+            reasons.discard(reason)
+            if not reasons and not self.closed:
+                transport.resume_reading()
 
     def close(self) -> None:
         """Close both sockets (with an RST when this connection lingers 0)."""
@@ -195,7 +211,6 @@ class Link:
         self.active: list[Behaviour] = []
         self.queue: deque[tuple[float, bytes]] = deque()
         self.queued = 0
-        self.paused = False
         self.eof = False
         self.interrupted = asyncio.Event()
         self.wake = asyncio.Event()
@@ -229,9 +244,8 @@ class Link:
             return
         self.queue.append((time.monotonic(), data))
         self.queued += len(data)
-        if self.queued > HIGH_WATER and not self.paused:
-            self.paused = True
-            self.source.pause_reading()
+        if self.queued > HIGH_WATER:
+            self.connection.pause(self.source, "queue")
         self._arm_idle()
         self.wake.set()
 
@@ -267,9 +281,8 @@ class Link:
             if self.queue:
                 arrival, data = self.queue.popleft()
                 self.queued -= len(data)
-                if self.paused and self.queued < LOW_WATER:
-                    self.paused = False
-                    self.source.resume_reading()
+                if self.queued < LOW_WATER:
+                    self.connection.resume(self.source, "queue")
                 self.interrupted.clear()
                 await self._through(list(self.active), 0, arrival, data)
                 continue
@@ -339,13 +352,13 @@ class _Side(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         other = self._other()
-        if other is not None:
-            other.pause_reading()
+        if other is not None and self.connection is not None:
+            self.connection.pause(other, "buffer")
 
     def resume_writing(self) -> None:
         other = self._other()
-        if other is not None:
-            other.resume_reading()
+        if other is not None and self.connection is not None:
+            self.connection.resume(other, "buffer")
 
     def _other(self) -> asyncio.Transport | None:
         return None

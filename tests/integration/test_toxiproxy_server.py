@@ -469,3 +469,31 @@ def test_bodies_json_does_not_allow_and_fields_that_do_not_apply(server: Embedde
     add_toxic(server, "echo", {"type": "latency"})
     status, _, body = call(server, "PATCH", "/proxies/echo/toxics/latency_downstream", {"name": 5, "toxicity": 0.5})
     assert status == 200 and json.loads(body)["name"] == "latency_downstream" and json.loads(body)["toxicity"] == 0.5
+
+
+def test_null_bodies_and_encoded_names_read_as_toxiproxy_reads_them(server: EmbeddedToxiproxy,
+                                                                     echo: EchoServer) -> None:
+    missing = b'{"error":"missing required field: name","status":400}\n'
+    assert call(server, "POST", "/proxies", raw=b"null")[2] == missing
+    assert call(server, "POST", "/populate", raw=b"null")[0:3:2] == (201, b'{"proxies":null}')
+    create(server, echo, name="a b")
+    assert call(server, "GET", "/proxies/a%20b")[0] == 200
+    invalid = b'{"error":"invalid toxic type","status":400}\n'
+    assert call(server, "POST", "/proxies/a%20b/toxics", raw=b"null")[2] == invalid
+
+
+def test_a_slow_reader_pauses_the_sender_instead_of_queueing_without_bound(server: EmbeddedToxiproxy,
+                                                                          echo: EchoServer) -> None:
+    conn = connect(create(server, echo))
+    add_toxic(server, "echo", {"type": "bandwidth", "stream": "upstream", "attributes": {"rate": 100}})
+    conn.setblocking(False)
+    sent = 0
+    began = time.monotonic()
+    while time.monotonic() - began < 1.0:  # the proxy lets 100 KB/s through; the rest must push back
+        try:
+            sent += conn.send(b"z" * 65536)
+        except BlockingIOError:
+            time.sleep(0.01)
+    proxy = next(iter(server.http.api.proxies["echo"].connections))
+    assert proxy.links["upstream"].queued < 4 << 20, "the toxic queue stays bounded"
+    assert sent < 32 << 20
