@@ -6,5 +6,6 @@ in ../shared/reference/toxiproxy-api.md (Toxiproxy v2.12.0), with the deviations
 lists. Modules: `toxics` (the toxic types: attributes and what each does to a stream of chunks),
 `proxy` (listeners, connections, the data path), `api` (the HTTP API over the proxies), `server`
 (the asyncio loop that runs them, in a thread or in the foreground), `client` (the control the suite
-uses, through toxiproxy-python).
+uses, through toxiproxy-python), `provider` (which Toxiproxy a run uses: TOXIPROXY_URL, a binary, or
+the embedded one).
 """
