@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import re
 import secrets
+import struct
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
@@ -223,7 +225,7 @@ class Api:
             attributes = decode_attributes(kind, raw.get("attributes"))
         except BadAttributes as exc:
             raise bad_body(str(exc)) from exc
-        toxic = Toxic(name, kind, stream, float(spec.get("toxicity", 1.0)), attributes)
+        toxic = Toxic(name, kind, stream, float32(spec.get("toxicity", 1.0)), attributes)
         found.add(toxic)
         return ok(toxic.to_json())
 
@@ -241,7 +243,7 @@ class Api:
             raise bad_body(str(exc)) from exc
         existing.attributes = attributes
         if "toxicity" in spec:
-            existing.toxicity = float(spec["toxicity"])
+            existing.toxicity = float32(spec["toxicity"])
         found.changed(existing)
         return ok(existing.to_json())
 
@@ -261,6 +263,20 @@ class Api:
         if found is None:
             raise ApiError(*TOXIC_NOT_FOUND)
         return found
+
+
+def float32(value: float) -> float:
+    """`value` as Toxiproxy keeps a toxicity (a Go float32), written back with the fewest digits that read
+    as the same float32: 1/3 is 0.33333334, as Go prints it."""
+    single = struct.unpack("f", struct.pack("f", float(value)))[0]
+    if math.isinf(single):  # past float32's range (JSON has no infinity)
+        raise bad_body(f"json: cannot unmarshal number {value} into Go struct field ToxicWrapper.toxicity of "
+                       "type float32")
+    for digits in range(1, 10):
+        shortest = float(f"{single:.{digits}g}")
+        if struct.unpack("f", struct.pack("f", shortest))[0] == single:
+            return shortest
+    return float(single)
 
 
 def ok(payload: Any, status: int = 200) -> Response:

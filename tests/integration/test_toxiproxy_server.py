@@ -497,3 +497,10 @@ def test_a_slow_reader_pauses_the_sender_instead_of_queueing_without_bound(serve
     proxy = next(iter(server.http.api.proxies["echo"].connections))
     assert proxy.links["upstream"].queued < 4 << 20, "the toxic queue stays bounded"
     assert sent < 32 << 20
+
+
+def test_toxicity_is_a_float32_as_toxiproxy_keeps_it(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    create(server, echo)
+    assert add_toxic(server, "echo", {"type": "noop", "toxicity": 1 / 3})["toxicity"] == 0.33333334
+    status, _, body = call(server, "POST", "/proxies/echo/toxics", {"name": "huge", "type": "noop", "toxicity": 1e39})
+    assert status == 400 and b"of type float32" in body
