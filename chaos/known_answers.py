@@ -78,7 +78,7 @@ def load(path: Path | None = None) -> list[Cell]:
     except (KeyError, TypeError, ValueError) as exc:
         raise _unreadable(file, exc) from exc
     plain = {(c.target, c.scenario) for c in listed if not c.params and not c.contract and not c.scenario_params}
-    made = [Cell(target, scenario, "pass", listed=False) for target in correct_targets(file)
+    made = [Cell(target, scenario, "pass", listed=False) for target in _correct(raw, file)
             for scenario in bundled_scenarios() if (target, scenario) not in plain]
     return listed + made
 
@@ -86,7 +86,11 @@ def load(path: Path | None = None) -> list[Cell]:
 def correct_targets(path: Path | None = None) -> list[str]:
     """The targets that must pass every scenario (except where a listed cell says otherwise)."""
     file = path or matrix_file()
-    correct = _read(file).get("correct", [])
+    return _correct(_read(file), file)
+
+
+def _correct(raw: dict[str, Any], file: Path) -> list[str]:
+    correct = raw.get("correct", [])
     if not isinstance(correct, list):
         raise _unreadable(file, TypeError(f"correct = {correct!r}"))
     return [str(target) for target in correct]

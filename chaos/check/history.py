@@ -25,7 +25,7 @@ class Execution:
     """One claim of a job by (worker, token), until its ack, abandon, process exit or kill.
     Compared and hashed by identity."""
 
-    __slots__ = ("job", "worker", "token", "pid", "claim", "end", "ended_by", "effects", "last_effect", "superseded_by",
+    __slots__ = ("job", "worker", "token", "pid", "claim", "end", "ended_by", "last_effect", "superseded_by",
                  "extended_at", "lost_at", "late_beats", "stale_extended", "covered")
 
     def __init__(self, job: str, worker: str, token: Any, pid: Any, claim: Event) -> None:
@@ -36,7 +36,6 @@ class Execution:
         self.claim = claim
         self.end: Event | None = None
         self.ended_by: str | None = None
-        self.effects = 0
         self.last_effect: Event | None = None  # its latest accepted effect
         self.superseded_by: Execution | None = None  # the next claim of the job (ownership moved on)
         self.extended_at = claim.mono  # its last accepted claim or extension

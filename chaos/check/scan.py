@@ -222,7 +222,6 @@ def _on_effect(run: RunHistory, history: JobHistory, event: Event) -> None:
     execution = _execution(history, event)
     if execution is None:
         return
-    execution.effects += 1
     execution.last_effect = event
     winner = execution.superseded_by
     if winner is not None:

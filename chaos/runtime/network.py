@@ -14,6 +14,7 @@ from typing import Any
 from chaos import events
 from chaos.backends.base import Backend, Endpoint, EventSink
 from chaos.errors import HarnessError
+from chaos.toxiproxy.client import ToxiproxyControl
 from chaos.toxiproxy.provider import ToxiproxyServer, start_toxiproxy
 from chaos.toxiproxy.proxy import split_address
 
@@ -21,19 +22,19 @@ from chaos.toxiproxy.proxy import split_address
 class WorkerLink:
     """One worker's proxy, as fault kinds act on it (`chaos.faults.base.NetworkLink`)."""
 
-    def __init__(self, server: ToxiproxyServer, proxy: str, listen: str) -> None:
-        self.server = server
+    def __init__(self, control: ToxiproxyControl, proxy: str, listen: str) -> None:
+        self.control = control
         self.proxy = proxy
         self.listen = listen
 
     def enabled(self, enabled: bool) -> None:
-        self.server.control.enabled(self.proxy, enabled)
+        self.control.enabled(self.proxy, enabled)
 
     def add_toxic(self, name: str, kind: str, stream: str, attributes: dict[str, int], toxicity: float = 1.0) -> None:
-        self.server.control.add_toxic(self.proxy, name, kind, stream, attributes, toxicity)
+        self.control.add_toxic(self.proxy, name, kind, stream, attributes, toxicity)
 
     def remove_toxic(self, name: str) -> None:
-        self.server.control.remove_toxic(self.proxy, name)
+        self.control.remove_toxic(self.proxy, name)
 
 
 class Network:
@@ -63,7 +64,7 @@ class Network:
             upstream = self.backend.endpoint
             name = self.prefix + worker
             listen = self.server.control.create(name, f"{upstream.host}:{upstream.port}")
-            link = self.links[worker] = WorkerLink(self.server, name, listen)
+            link = self.links[worker] = WorkerLink(self.server.control, name, listen)
         host, port = split_address(link.listen)
         return self.backend.endpoint_at(host, port)
 
