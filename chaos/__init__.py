@@ -14,7 +14,7 @@ _EXPORTS = {
     # authoring targets
     "Control": "chaos.target", "Job": "chaos.target", "JobState": "chaos.target", "Target": "chaos.target",
     "Contract": "chaos.contract", "Endpoint": "chaos.backends.base", "Backend": "chaos.backends.base",
-    "TableQueueControl": "chaos.backends.postgres.control",
+    "TableQueueControl": "chaos.backends.postgres.control", "RedisQueueControl": "chaos.backends.redis.control",
     # inside a worker process
     "probe": "chaos.worker.probe",
     # authoring scenarios
@@ -32,7 +32,7 @@ _MODULES = {"probe"}  # exported as modules, not as a name inside one
 
 __all__ = ["Backend", "ChaosError", "ConfigError", "Context", "Contract", "Control", "Endpoint", "Event", "Gate",
            "HarnessError", "HeldProbe", "Job", "JobState", "Ledger", "NotExercised", "Run", "RunOptions",
-           "RunResult", "Scenario", "TableQueueControl", "Target", "Verdict", "Violation", "check", "find_scenario",
+           "RedisQueueControl", "RunResult", "Scenario", "TableQueueControl", "Target", "Verdict", "Violation", "check", "find_scenario",
            "find_target", "judge", "probe", "read_events", "run_scenario"]
 
 

@@ -28,6 +28,15 @@ ENV_CONTRACT = "CHAOS_CONTRACT"
 ENV_POSTGRES_DSN = "CHAOS_POSTGRES_DSN"  # what TableQueueControl hands a PostgreSQL worker
 ENV_POSTGRES_URL = "CHAOS_POSTGRES_URL"  # the external PostgreSQL provider's server
 ENV_POSTGRES_BIN = "CHAOS_POSTGRES_BIN"  # the local provider's binaries
+# What a worker of the other backend kinds gets: its endpoint's URL (a proxy when the network is faulted)
+# and the run's namespace on that server (a Redis key prefix, a beanstalkd tube).
+ENV_BACKEND_URL = "CHAOS_BACKEND_URL"
+ENV_NAMESPACE = "CHAOS_NAMESPACE"
+# The external providers' servers (a fresh namespace per run on each).
+ENV_REDIS_URL = "CHAOS_REDIS_URL"
+ENV_BEANSTALKD_URL = "CHAOS_BEANSTALKD_URL"
+ENV_RABBITMQ_URL = "CHAOS_RABBITMQ_URL"
+ENV_RABBITMQ_API_URL = "CHAOS_RABBITMQ_API_URL"  # its management API, which creates the run's vhost
 ENV_TARGETS_PATH = "CHAOS_TARGETS_PATH"
 ENV_SCENARIOS_PATH = "CHAOS_SCENARIOS_PATH"
 ENV_RUNS_DIR = "CHAOS_RUNS_DIR"

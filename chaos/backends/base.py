@@ -3,8 +3,8 @@ server runs or who owns it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self
@@ -29,12 +29,15 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class BackendSettings:
-    """What a run hands a provider: where its files go, the user's URL (external), and the ledger."""
+    """What a run hands a provider: where its files go, the user's URL (external), the ledger, and the
+    target's parameters (`options`): a provider reads the ones that configure its server (Redis's
+    `persistence`, beanstalkd's `binlog`, RabbitMQ's `consumer_timeout_ms`) and ignores the rest."""
 
     data_root: Path
     run_id: str
     url: str | None = None
     on_event: EventSink | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
 
 
 class Backend(Protocol):

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from chaos.backends.base import Backend, BackendSettings
 from chaos.errors import ConfigError
 
-KINDS: dict[str, str] = {"postgres": "chaos.backends.postgres"}
+KINDS: dict[str, str] = {
+    "postgres": "chaos.backends.postgres",
+    "redis": "chaos.backends.redis",
+}
 
 
 @dataclass(frozen=True)

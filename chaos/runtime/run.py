@@ -187,7 +187,8 @@ class Run:
         try:
             with ExitStack() as stack, deadline(self.deadline_s, lambda: activity[0]):
                 environment = Environment(self.provider, BackendSettings(
-                    self.dir / self.target.backend, self.dir.name, self.options.backend_url, self.ledger.append),
+                    self.dir / self.target.backend, self.dir.name, self.options.backend_url, self.ledger.append,
+                    self.target.params),
                     self.dir if any(KINDS[kind].network for kind in self.scenario.faults) else None)
                 stack.callback(environment.close)
                 control = self.target.load_control(environment.backend)

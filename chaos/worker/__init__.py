@@ -12,8 +12,9 @@ from chaos.worker.settings import (
     log,
     retrying,
     run_handler,
+    serve_jobs,
     settings,
     stop_flag,
 )
 
-__all__ = ["POLL_S", "JobFailed", "WorkerSettings", "log", "retrying", "run_handler", "settings", "stop_flag"]
+__all__ = ["POLL_S", "JobFailed", "WorkerSettings", "log", "retrying", "run_handler", "serve_jobs", "settings", "stop_flag"]

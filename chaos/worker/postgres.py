@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from chaos import events
-from chaos.worker.settings import POLL_S, WorkerSettings, log, retrying
+from chaos.worker.settings import WorkerSettings, log, retrying, serve_jobs
 
 TRANSIENT = (psycopg.OperationalError,)
 SETTLE_TIMEOUT_S = 10.0
@@ -77,21 +77,8 @@ def settle(db: Db, sql: str, args: dict[str, Any], stop: threading.Event) -> boo
 
 def serve(stop: threading.Event, claim: Callable[[], T | None], process: Callable[[T], None],
           on_error: Callable[[], None] | None = None) -> None:
-    """Claim and process jobs until SIGTERM; poll when idle, back off while the server is away."""
-    while not stop.is_set():
-        try:
-            claimed = claim()
-        except TRANSIENT as exc:
-            log(f"claim failed: {exc!r}")
-            if on_error is not None:
-                on_error()
-            stop.wait(0.2)
-            continue
-        if claimed is None:
-            stop.wait(POLL_S)
-            continue
-        process(claimed)
-    log("stopping")
+    """Claim and process jobs until SIGTERM, through PostgreSQL's transient errors."""
+    serve_jobs(stop, claim, process, TRANSIENT, on_error)
 
 
 __all__ = ["TRANSIENT", "Db", "dsn", "serve", "settle"]

@@ -96,3 +96,22 @@ def retrying(action: Callable[[], T], transient: tuple[type[BaseException], ...]
 def log(message: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {os.environ.get(events.ENV_WORKER_ID, '?')}: {message}", file=sys.stderr,
           flush=True)
+
+
+def serve_jobs(stop: threading.Event, claim: Callable[[], T | None], process: Callable[[T], None],
+               transient: tuple[type[BaseException], ...], on_error: Callable[[], None] | None = None) -> None:
+    """Claim and process jobs until SIGTERM; poll when idle, back off while the server is away."""
+    while not stop.is_set():
+        try:
+            claimed = claim()
+        except transient as exc:
+            log(f"claim failed: {exc!r}")
+            if on_error is not None:
+                on_error()
+            stop.wait(0.2)
+            continue
+        if claimed is None:
+            stop.wait(POLL_S)
+            continue
+        process(claimed)
+    log("stopping")

@@ -33,8 +33,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.contract": ("chaos.errors",),
     "chaos.usercode": ("chaos.errors",),
     "chaos.ledger": ("chaos.errors", "chaos.events"),
+    # A backend's control shares its wire format (keys, entries) with the worker side.
     "chaos.backends": ("chaos.backends", "chaos.errors", "chaos.events", "chaos.procs", "chaos.contract",
-                       "chaos.target"),
+                       "chaos.target", "chaos.worker"),
     "chaos.backends.base": ("chaos.events",),
     "chaos.backends.registry": ("chaos.backends.base", "chaos.errors"),
     "chaos.target": ("chaos.backends.base", "chaos.backends.registry", "chaos.contract", "chaos.errors",

@@ -16,18 +16,10 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from chaos import events
 from chaos.backends.base import BackendSettings
+from chaos.backends.external import mask_password
 from chaos.backends.postgres.base import PostgresBackend
 from chaos.errors import ConfigError, HarnessError
 from chaos.events import ENV_POSTGRES_URL
-
-
-def mask_password(url: str) -> str:
-    """The URL or conninfo with any password replaced by ***, safe for messages and logs."""
-    masked = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*):[^@/?#]*@", r"\1:***@", url)
-    masked = re.sub(r"([?&]password=)[^&#]*", r"\1***", masked)
-    if "://" not in url:
-        masked = re.sub(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", masked)
-    return masked
 
 
 def schema_name(run_id: str) -> str:

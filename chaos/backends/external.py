@@ -1,0 +1,136 @@
+"""The external provider's shared half: a server the user names, where each run only gets a fresh
+namespace of its own (a key prefix, a tube, a vhost) and removes it at its end.
+
+The suite does not own that server, so faults that need control of it are unavailable there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from chaos import events
+from chaos.backends.base import Backend, BackendSettings, Endpoint
+from chaos.errors import ConfigError, HarnessError
+
+
+def mask_password(url: str) -> str:
+    """The URL or conninfo with any password replaced by ***, safe for messages and logs."""
+    masked = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*):[^@/?#]*@", r"\1:***@", url)
+    masked = re.sub(r"([?&]password=)[^&#]*", r"\1***", masked)
+    if "://" not in url:
+        masked = re.sub(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", masked)
+    return masked
+
+
+class ExternalServer(Backend):
+    """A user's server (provider 'external'): the run gets its own namespace and no server faults."""
+
+    provider: ClassVar[str] = "external"
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+    name: ClassVar[str] = ""  # as a message names it: "Redis"
+    env_url: ClassVar[str] = ""  # the environment variable naming the server
+    example_url: ClassVar[str] = ""
+    schemes: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, url: str, run_id: str) -> None:
+        self.url = url
+        self.parts = urllib.parse.urlsplit(url)
+        if self.parts.scheme not in self.schemes or not self.parts.hostname:
+            raise ConfigError(f"Expected a {self.name} URL like {self.example_url}, but got {mask_password(url)!r}. "
+                              f"Fix --backend-url or {self.env_url}.")
+        self.namespace = self.namespace_for(run_id)
+        self._started = False
+        self._closed = False
+
+    @classmethod
+    def open(cls, settings: BackendSettings) -> Self:
+        """The user's server from --backend-url, else the kind's environment variable; a fresh namespace."""
+        url = settings.url or os.environ.get(cls.env_url) or None
+        if url is None:
+            raise ConfigError(
+                f"The external {cls.name} provider needs the URL of an existing server, but neither --backend-url "
+                f"nor {cls.env_url} is set. Pass --backend-url {cls.example_url} (or export {cls.env_url}), or "
+                "drop --backend external to let the suite start its own server.")
+        backend = cls(url, settings.run_id).start()
+        if settings.on_event is not None:
+            settings.on_event(events.backend_start(provider=cls.provider, url=mask_password(url),
+                                                   namespace=backend.namespace))
+        return backend
+
+    # -- what a server kind says ---------------------------------------------------------------------
+
+    @staticmethod
+    def namespace_for(run_id: str) -> str:
+        raise NotImplementedError
+
+    def create_namespace(self) -> None:
+        """Check the server answers and make the run's namespace (raise ConfigError when it cannot)."""
+        raise NotImplementedError
+
+    def drop_namespace(self) -> None:
+        """Remove everything the run made on the server."""
+        raise NotImplementedError
+
+    def url_at(self, host: str, port: int) -> str:
+        raise NotImplementedError
+
+    # -- Backend ---------------------------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self.endpoint_at(self.parts.hostname or "", self.parts.port or 0)
+
+    def endpoint_at(self, host: str, port: int) -> Endpoint:
+        return Endpoint(host, port, self.url_at(host, port))
+
+    def netloc_at(self, host: str, port: int) -> str:
+        """The URL's user and password in front of another address."""
+        user = self.parts.netloc.rpartition("@")[0]
+        return f"{user}@{host}:{port}" if user else f"{host}:{port}"
+
+    def start(self) -> Self:
+        if self._closed:
+            raise HarnessError(f"external {self.name}: start() after close()")
+        if not self._started:
+            self.create_namespace()
+            self._started = True
+        return self
+
+    def restart(self, mode: str = "immediate") -> None:
+        raise self._no_control(f"restart ({mode})")
+
+    def kill(self) -> None:
+        raise self._no_control("kill")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._started:
+            self.drop_namespace()
+
+    @classmethod
+    def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
+        """Remove the namespace a killed run made, when given (or told by the environment) the same server."""
+        url = url or os.environ.get(cls.env_url)
+        namespace, recorded = str(started.get("namespace") or ""), started.get("url")
+        if not url or mask_password(url) != recorded:
+            return False, (f"its {cls.name} namespace {namespace} may be left on {recorded}: run `chaos clean "
+                           "--backend-url` with that server's URL to remove it")
+        backend = cls(url, "")
+        backend.namespace = namespace
+        try:
+            backend.drop_namespace()
+        except HarnessError as exc:
+            return False, str(exc)
+        return True, f"removed its {cls.name} namespace {namespace} on {recorded}"
+
+    def _no_control(self, fault: str) -> ConfigError:
+        return ConfigError(
+            f"The {self.name} {fault} fault needs control of the server process, but the backend is the external "
+            f"server {mask_password(self.url)}, which the suite does not own. Run the scenario with the local "
+            "provider (drop --backend external), or pick a scenario without server faults.")

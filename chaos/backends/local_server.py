@@ -1,0 +1,315 @@
+"""The local provider's shared half for servers the suite runs as itself (Redis, beanstalkd, RabbitMQ):
+one process tree in the run dir, on free ports, that the nemesis may restart or kill and that no exit of
+ours leaves behind.
+
+Every process of a server carries a unique marker in its environment (children inherit it), so a stop is
+only done once none is left, and a run whose runner was SIGKILLed can be cleaned from its ledger alone.
+A subclass says how to start its server (`argv`), when it is ready, and what its clients' URL is.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+import psutil
+
+from chaos import events
+from chaos.backends.base import KILL, RESTART, Backend, BackendSettings, Endpoint
+from chaos.errors import ConfigError, HarnessError
+from chaos.procs import die_with_parent, is_alive, kill_tree, wait_dead
+
+HOST = "127.0.0.1"
+MARKER = "CHAOS_SERVER_ID"  # in every server process's environment: whose it is
+PORT_ATTEMPTS = 5
+STOP_GRACE_S = 10.0
+LOG_TAIL_LINES = 15
+_IN_USE = ("in use", "eaddrinuse", "address already", "could not bind")
+_LIVE: set[LocalServer] = set()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def require_binary(name: str, package: str, what: str) -> str:
+    """The binary's path on PATH, or a one-paragraph error naming the Debian package that has it."""
+    found = shutil.which(name) or next((str(Path(d) / name) for d in ("/usr/sbin", "/usr/lib/rabbitmq/bin")
+                                        if (Path(d) / name).is_file()), None)
+    if found is None:
+        raise ConfigError(f"The local {what} provider starts its own server with `{name}`, which is not on PATH. "
+                          f"Install it (Debian: apt-get install {package}, or run ci/setup.sh), or point the run at "
+                          f"a server of yours with --backend-url.")
+    return found
+
+
+def server_processes(marker: str) -> list[psutil.Process]:
+    """Live processes whose environment carries this server's marker (zombies hold nothing: skipped)."""
+    found = []
+    for process in psutil.process_iter(["status"]):
+        try:
+            if process.pid == os.getpid() or process.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if process.environ().get(MARKER) == marker:
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _close_live_servers() -> None:
+    """Last resort on interpreter exit: never leave a server of ours running (SIGKILL of us excepted)."""
+    for server in list(_LIVE):
+        with contextlib.suppress(Exception):
+            server.close()
+
+
+atexit.register(_close_live_servers)
+
+
+class LocalServer(Backend):
+    """A private server in data_root on free ports (provider 'local'), restartable on the same ports."""
+
+    provider: ClassVar[str] = "local"
+    capabilities: ClassVar[frozenset[str]] = frozenset({RESTART, KILL})
+    name: ClassVar[str] = ""  # as a message names it: "Redis"
+    ready_timeout_s: ClassVar[float] = 30.0
+    restart_modes: ClassVar[dict[str, signal.Signals]] = {"immediate": signal.SIGKILL, "fast": signal.SIGTERM}
+
+    def __init__(self, settings: BackendSettings) -> None:
+        self.data_root = Path(settings.data_root).absolute()
+        self.data_dir = self.data_root / "data"
+        self.log_path = self.data_root / "server.log"
+        self.options = dict(settings.options)
+        self.run_id = settings.run_id
+        self.marker = f"queue-chaos-{secrets.token_hex(6)}"
+        self.ports: dict[str, int] = {}
+        self._on_event = settings.on_event
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._started = False
+        self._closed = False
+
+    @classmethod
+    def open(cls, settings: BackendSettings) -> Self:
+        return cls(settings).start()
+
+    # -- what a server kind says ---------------------------------------------------------------------
+
+    def port_names(self) -> tuple[str, ...]:
+        """The ports it listens on; the first is its clients'."""
+        return ("client",)
+
+    def argv(self) -> list[str]:
+        """How to start it on self.ports, with its files in self.data_dir."""
+        raise NotImplementedError
+
+    def server_env(self) -> dict[str, str]:
+        return {}
+
+    def ready(self) -> bool:
+        """True once it serves clients (after loading its data)."""
+        raise NotImplementedError
+
+    def url_at(self, host: str, port: int) -> str:
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """What backend.start records beyond pid, ports and directories (its settings)."""
+        return {}
+
+    # -- Backend -----------------------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if not self.ports:
+            raise HarnessError(f"the local {self.name} server has not been started")
+        return self.ports[self.port_names()[0]]
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self.endpoint_at(HOST, self.port)
+
+    def endpoint_at(self, host: str, port: int) -> Endpoint:
+        return Endpoint(host, port, self.url_at(host, port))
+
+    def start(self) -> Self:
+        if self._closed:
+            raise HarnessError(f"local {self.name}: start() after close()")
+        if self._started:
+            return self
+        began = time.monotonic()
+        _LIVE.add(self)
+        try:
+            if os.path.lexists(self.data_dir):
+                raise ConfigError(f"Expected no {self.name} data directory at {self.data_dir} (each run creates its "
+                                  "own), but one exists, maybe from an earlier run. Use a fresh run directory.")
+            self.data_dir.mkdir(parents=True)
+            self._launch_retrying(fresh_ports=True)
+            self._started = True
+            self._emit(events.backend_start(pid=self.pid, port=self.port, ports=self.ports, provider=self.provider,
+                                            start_s=round(time.monotonic() - began, 3), data_dir=str(self.data_dir),
+                                            marker=self.marker, **self.describe()))
+        except BaseException:
+            self._started = False
+            _LIVE.discard(self)
+            self._teardown(emit=False)
+            raise
+        return self
+
+    def restart(self, mode: str = "immediate") -> None:
+        """Stop it (immediate: SIGKILL, a crash; fast: SIGTERM, a clean shutdown) and start it again on the
+        same data and ports."""
+        if mode not in self.restart_modes:
+            raise ConfigError(f"Expected a {self.name} restart mode among {', '.join(self.restart_modes)}, but got "
+                              f"{mode!r}. Fix the fault's mode in the scenario.")
+        self._require_running()
+        old_pid, began = self.pid, time.monotonic()
+        self._stop(self.restart_modes[mode])
+        self._launch_retrying(fresh_ports=False)
+        self._emit(events.backend_restart(mode, old_pid, self.pid, time.monotonic() - began))
+
+    def kill(self) -> None:
+        """SIGKILL every process of the server, leaving it down until restart()."""
+        self._require_running()
+        pid = self.pid
+        if pid is None:
+            return
+        returncode = self._stop(signal.SIGKILL)
+        self._emit(events.backend_exit(pid, returncode, "kill"))
+
+    def close(self) -> None:
+        """Stop it (SIGTERM, then SIGKILL) and delete its data; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        _LIVE.discard(self)
+        self._teardown(emit=self._started)
+
+    @classmethod
+    def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
+        """SIGKILL what still runs of that server (by its marker) and delete its data dir in the run dir."""
+        marker, data_dir = str(started.get("marker") or ""), Path(str(started.get("data_dir") or ""))
+        if not marker.startswith("queue-chaos-"):
+            return True, ""
+        victims = server_processes(marker)
+        for process in victims:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        wait_dead(victims, 5.0)
+        if data_dir.name == "data" and data_dir.parent.parent == run_dir.resolve() and data_dir.is_dir():
+            shutil.rmtree(data_dir, ignore_errors=True)
+            return True, f"removed its {cls.name} data directory {data_dir}"
+        return True, ""
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    def _emit(self, record: events.Record) -> None:
+        if self._on_event is not None:
+            self._on_event(record)
+
+    def _require_running(self) -> None:
+        if not self._started or self._closed:
+            raise HarnessError(f"the local {self.name} server is not started (or already closed)")
+
+    def _launch_retrying(self, fresh_ports: bool) -> None:
+        """Launch, up to PORT_ATTEMPTS times while a port is taken: on new ports for a first start, on the
+        same ones (pausing longer each time) for a restart, since its clients know those."""
+        log = ""
+        for attempt in range(PORT_ATTEMPTS):
+            if fresh_ports:
+                self.ports = {name: free_port() for name in self.port_names()}
+            try:
+                self._launch()
+                return
+            except _PortInUse as exc:
+                log = exc.log
+                time.sleep(0.2 * attempt)
+        raise HarnessError(f"{self.name} could not bind its ports {self.ports} in {PORT_ATTEMPTS} attempts; "
+                           f"{self.log_path} says:\n{log}")
+
+    def _launch(self) -> None:
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        argv = self.argv()
+        with open(self.log_path, "ab") as log:
+            try:
+                self._proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self.data_dir,
+                    env={**os.environ, **self.server_env(), MARKER: self.marker}, start_new_session=True,
+                    preexec_fn=die_with_parent(signal.SIGKILL))
+            except OSError as exc:
+                raise HarnessError(f"could not start {argv[0]}: {exc}") from exc
+        deadline = time.monotonic() + self.ready_timeout_s
+        delay = 0.01
+        while not self.ready():
+            if self._proc.poll() is not None or time.monotonic() >= deadline:
+                exited = self._proc.poll() is not None
+                self._stop(signal.SIGKILL)
+                said = self._log_since(offset)
+                if exited and any(marker in said.lower() for marker in _IN_USE):
+                    raise _PortInUse(said)
+                why = "exited during startup" if exited else f"was not ready within {self.ready_timeout_s:.0f} s"
+                raise HarnessError(f"{self.name} server ({' '.join(argv)}) {why}; {self.log_path} says:\n{said}")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+    def _stop(self, sig: signal.Signals) -> int:
+        """Signal the server, then SIGKILL whatever of it outlives STOP_GRACE_S; wait until none is left."""
+        proc, self._proc = self._proc, None
+        returncode = 0
+        if proc is not None:
+            if sig == signal.SIGKILL:
+                kill_tree(proc.pid)
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, sig)
+            try:
+                returncode = proc.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                kill_tree(proc.pid)
+                returncode = proc.wait(STOP_GRACE_S)
+        survivors = server_processes(self.marker)
+        for process in survivors:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        if left := [p.pid for p in wait_dead(survivors, STOP_GRACE_S) if is_alive(p)]:
+            raise HarnessError(f"{self.name} processes {left} survived SIGKILL")
+        return returncode
+
+    def _teardown(self, emit: bool) -> None:
+        pid = self.pid
+        try:
+            returncode = self._stop(signal.SIGTERM)
+            if emit and pid is not None:
+                self._emit(events.backend_exit(pid, returncode, "close"))
+        finally:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def _log_since(self, offset: int) -> str:
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(offset)
+                lines = log.read().decode("utf-8", "replace").splitlines()
+        except OSError as exc:
+            return f"(could not read {self.log_path}: {exc})"
+        return "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+class _PortInUse(Exception):
+    def __init__(self, log: str) -> None:
+        super().__init__("port in use")
+        self.log = log

@@ -1,0 +1,49 @@
+"""The external Redis provider: your server (--backend-url or CHAOS_REDIS_URL); the run's keys live under
+its own prefix, deleted at the run's end."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import redis
+
+from chaos.backends.external import ExternalServer, mask_password
+from chaos.backends.redis.local import namespace
+from chaos.errors import ConfigError, HarnessError
+from chaos.events import ENV_REDIS_URL
+
+
+class ExternalRedis(ExternalServer):
+    kind: ClassVar[str] = "redis"
+    name: ClassVar[str] = "Redis"
+    env_url: ClassVar[str] = ENV_REDIS_URL
+    example_url: ClassVar[str] = "redis://127.0.0.1:6379/0"
+    schemes: ClassVar[tuple[str, ...]] = ("redis", "rediss")
+
+    namespace_for = staticmethod(namespace)
+
+    def client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
+
+    def create_namespace(self) -> None:
+        """A prefix needs no creation: check the server answers, and that no key of the run exists yet."""
+        try:
+            with self.client() as client:
+                client.ping()
+        except redis.RedisError as exc:
+            raise ConfigError(f"Expected a reachable Redis server at {mask_password(self.url)} (from --backend-url "
+                              f"or {ENV_REDIS_URL}), but got: {exc}. Check the address and password, or drop "
+                              "--backend external to let the suite start its own server.") from exc
+
+    def drop_namespace(self) -> None:
+        try:
+            with self.client() as client:
+                keys = list(client.scan_iter(match=self.namespace + "*", count=1000))
+                for start in range(0, len(keys), 500):
+                    client.delete(*keys[start:start + 500])
+        except redis.RedisError as exc:
+            raise HarnessError(f"could not delete the keys {self.namespace}* on {mask_password(self.url)}; delete "
+                               f"them by hand: {exc}") from exc
+
+    def url_at(self, host: str, port: int) -> str:
+        return self.parts._replace(netloc=self.netloc_at(host, port)).geturl()

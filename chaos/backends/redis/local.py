@@ -1,0 +1,59 @@
+"""The local Redis provider: a private `redis-server` in the run dir, with the persistence the target's
+`persistence` parameter asks for, so a restart keeps exactly what that setting keeps."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import redis
+
+from chaos.backends.local_server import HOST, LocalServer, require_binary
+from chaos.errors import ConfigError
+
+PERSISTENCE = {  # the parameter's values, as redis-server options
+    "none": ["--appendonly", "no"],
+    "aof-everysec": ["--appendonly", "yes", "--appendfsync", "everysec"],
+    "aof-always": ["--appendonly", "yes", "--appendfsync", "always"],
+}
+
+
+def namespace(run_id: str) -> str:
+    """The run's key prefix: every key a target makes starts with it."""
+    return f"chaos:{run_id}:"
+
+
+class LocalRedis(LocalServer):
+    kind: ClassVar[str] = "redis"
+    name: ClassVar[str] = "Redis"
+
+    @property
+    def namespace(self) -> str:
+        return namespace(self.run_id)
+
+    @property
+    def persistence(self) -> str:
+        value = self.options.get("persistence", "none")
+        if value not in PERSISTENCE:
+            raise ConfigError(f"Redis persistence {value!r} is not one of {', '.join(PERSISTENCE)}. Fix the "
+                              "target's persistence parameter (-p persistence=...).")
+        return value
+
+    def argv(self) -> list[str]:
+        return [require_binary("redis-server", "redis-server", "Redis"), "--port", str(self.port), "--bind", HOST,
+                "--dir", str(self.data_dir), "--save", "", "--daemonize", "no", "--protected-mode", "no",
+                "--logfile", "", *PERSISTENCE[self.persistence]]
+
+    def ready(self) -> bool:
+        client = redis.Redis(host=HOST, port=self.port, socket_timeout=2, socket_connect_timeout=2)
+        try:
+            return bool(client.ping())
+        except redis.RedisError:  # refused, or still LOADING its append-only file
+            return False
+        finally:
+            client.close()
+
+    def url_at(self, host: str, port: int) -> str:
+        return f"redis://{host}:{port}/0"
+
+    def describe(self) -> dict[str, Any]:
+        return {"persistence": self.persistence, "namespace": self.namespace}

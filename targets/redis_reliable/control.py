@@ -1,0 +1,7 @@
+"""redis_reliable control side: the shared Redis key layout (queue, processing lists, done and dead)."""
+
+from chaos import RedisQueueControl
+
+
+class Control(RedisQueueControl):
+    pass

@@ -1,0 +1,54 @@
+"""redis_reliable reconciler: returns the processing lists of dead processes to the queue's head.
+
+A list is an orphan once its process's heartbeat key has expired; as Sidekiq Pro's guard demands, it is
+recovered only when the heartbeat has stayed missing for guard_s more (the first sighting is marked with
+the server's clock, so no process clock matters). All in one script, atomic against a heartbeat renewal.
+"""
+
+from __future__ import annotations
+
+from chaos.worker import log, settings, stop_flag
+from chaos.worker.redis import TRANSIENT, connect, keys
+
+# KEYS: processing list, its heartbeat, queue, orphan mark; ARGV: guard in ms. Returns the entries moved.
+RECOVER = """
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('DEL', KEYS[4])
+  return 0
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local since = redis.call('GET', KEYS[4])
+if not since then
+  redis.call('SET', KEYS[4], now, 'PX', 600000)
+  return 0
+end
+if now - tonumber(since) < tonumber(ARGV[1]) then return 0 end
+local moved = 0
+while redis.call('LMOVE', KEYS[1], KEYS[3], 'RIGHT', 'LEFT') do moved = moved + 1 end
+redis.call('DEL', KEYS[4])
+return moved"""
+
+
+def main() -> None:
+    cfg = settings()
+    stop = stop_flag()
+    client, k = connect(), keys()
+    recover = client.register_script(RECOVER)
+    period, guard_ms = float(cfg.param("reconcile_s")), int(float(cfg.param("guard_s")) * 1000)
+    prefix = k.processing("")
+    log(f"reconciling every {period}s, guard {guard_ms} ms")
+    while not stop.wait(period):
+        try:
+            for key in client.scan_iter(match=k.processing("*"), count=1000):
+                identity = str(key)[len(prefix):]
+                moved = recover(keys=[key, k.heartbeat(identity), k.queue, k.orphan(identity)],
+                                args=[guard_ms])
+                if moved:
+                    log(f"returned {moved} job(s) of {identity} to the queue")
+        except TRANSIENT as exc:
+            log(f"reconcile failed: {exc!r}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""redis_reliable worker: Sidekiq Pro's super_fetch, as the seed describes it. BLMOVE moves a job
+atomically from the queue to this process's private processing list, where it stays until the ack
+removes it; a heartbeat key with a TTL (lease_s), renewed from its own thread, says the process lives.
+
+The processing list is named for this process (worker name and a random suffix), so a restarted worker
+is a new process: its predecessor's list is an orphan that only the reconciler recovers, once that
+heartbeat has expired. Each renewal also reports whether the current job's entry is still in the list
+(the reconciler may have taken it while this process was stopped). An ack or a failure removes the entry
+first (LREM) and does nothing when it is gone: a stale worker's ack is rejected.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+from chaos import probe
+from chaos.worker import JobFailed, WorkerSettings, log, retrying, run_handler, serve_jobs, settings, stop_flag
+from chaos.worker.redis import BLOCK_S, TRANSIENT, Keys, connect, keys, parse, settle
+
+# KEYS: processing list, done hash; ARGV: entry, job, token. Idempotent: a retried ack that landed says 1.
+ACK = """
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+  return 1
+end
+if redis.call('HGET', KEYS[2], ARGV[2]) == ARGV[3] then return 1 end
+return 0"""
+# KEYS: processing list, attempts, dead set, queue; ARGV: entry, job, max_attempts.
+FAIL = """
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then return -1 end
+if redis.call('HINCRBY', KEYS[2], ARGV[2], 1) >= tonumber(ARGV[3]) then
+  redis.call('SADD', KEYS[3], ARGV[2])
+  return 1
+end
+redis.call('RPUSH', KEYS[4], ARGV[1])
+return 0"""
+
+
+class Current:
+    """The job this process works on, shared with the heartbeat thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.job: tuple[str, str, str] | None = None  # (job, token, entry)
+
+    def set(self, value: tuple[str, str, str] | None) -> None:
+        with self.lock:
+            self.job = value
+
+    def get(self) -> tuple[str, str, str] | None:
+        with self.lock:
+            return self.job
+
+
+class Heartbeat:
+    """Renews this process's heartbeat key every heartbeat_s; with a job, reports whether it still owns it."""
+
+    def __init__(self, cfg: WorkerSettings, k: Keys, identity: str, current: Current, stop: threading.Event) -> None:
+        self.client, self.k, self.identity, self.current, self.stop = connect(), k, identity, current, stop
+        self.ttl_ms = int(cfg.lease_s * 1000)
+        self.interval = cfg.heartbeat_s
+        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
+
+    def beat(self) -> None:
+        current = self.current.get()
+        try:
+            with self.client.pipeline(transaction=True) as pipe:
+                pipe.set(self.k.heartbeat(self.identity), "1", px=self.ttl_ms)
+                if current is not None:
+                    pipe.lpos(self.k.processing(self.identity), current[2])
+                replies = pipe.execute()
+            owned = current is not None and replies[1] is not None
+        except TRANSIENT as exc:
+            log(f"heartbeat failed: {exc!r}")
+            owned = False
+        if current is not None:
+            probe.heartbeat(current[0], current[1], owned)
+
+    def _loop(self) -> None:
+        while not self.stop.wait(self.interval):
+            self.beat()
+
+    def start(self) -> None:
+        retrying(lambda: self.client.set(self.k.heartbeat(self.identity), "1", px=self.ttl_ms), TRANSIENT, self.stop)
+        self._thread.start()
+
+
+def main() -> None:
+    cfg = settings()
+    stop = stop_flag()
+    client, k = connect(), keys()
+    identity = f"{cfg.worker_id}:{uuid.uuid4().hex[:8]}"
+    processing = k.processing(identity)
+    ack, fail = client.register_script(ACK), client.register_script(FAIL)
+    max_attempts = int(cfg.contract.get("max_attempts") or 1)
+    current = Current()
+    Heartbeat(cfg, k, identity, current, stop).start()
+    log(f"started as {identity} with {cfg.params}")
+
+    def claim() -> str | None:
+        """An entry left in this process's own list (a move whose reply a cut connection lost) first,
+        then the queue's head."""
+        left = client.lindex(processing, 0)
+        if left is not None:
+            return str(left)
+        moved = client.blmove(k.queue, processing, BLOCK_S, "LEFT", "RIGHT")
+        return None if moved is None else str(moved)
+
+    def process(raw: str) -> None:
+        job, payload = parse(raw)
+        token = uuid.uuid4().hex
+        current.set((job, token, raw))
+        probe.claim(job, token)
+        try:
+            run_handler(payload)
+        except JobFailed as exc:
+            probe.abandon(job, token, reason="handler failed")
+            current.set(None)
+            outcome: Any = settle(lambda: fail(keys=[processing, k.attempts, k.dead, k.queue],
+                                               args=[raw, job, max_attempts]), stop)
+            log(f"{job} failed ({exc}); requeued (0), dead-lettered (1), lost to another owner (-1): {outcome}")
+            return
+        probe.effect(job, token)
+        current.set(None)
+        done = settle(lambda: ack(keys=[processing, k.done], args=[raw, job, token]), stop)
+        probe.ack(job, token, None if done is None else done == 1)
+
+    serve_jobs(stop, claim, process, TRANSIENT)
+
+
+if __name__ == "__main__":
+    main()
