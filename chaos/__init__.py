@@ -15,6 +15,7 @@ _EXPORTS = {
     "Control": "chaos.target", "Job": "chaos.target", "JobState": "chaos.target", "Target": "chaos.target",
     "Contract": "chaos.contract", "Endpoint": "chaos.backends.base", "Backend": "chaos.backends.base",
     "TableQueueControl": "chaos.backends.postgres.control", "RedisQueueControl": "chaos.backends.redis.control",
+    "BeanstalkdQueueControl": "chaos.backends.beanstalkd.control",
     # inside a worker process
     "probe": "chaos.worker.probe",
     # authoring scenarios
@@ -30,7 +31,7 @@ _EXPORTS = {
 }
 _MODULES = {"probe"}  # exported as modules, not as a name inside one
 
-__all__ = ["Backend", "ChaosError", "ConfigError", "Context", "Contract", "Control", "Endpoint", "Event", "Gate",
+__all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Context", "Contract", "Control", "Endpoint", "Event", "Gate",
            "HarnessError", "HeldProbe", "Job", "JobState", "Ledger", "NotExercised", "Run", "RunOptions",
            "RedisQueueControl", "RunResult", "Scenario", "TableQueueControl", "Target", "Verdict", "Violation", "check", "find_scenario",
            "find_target", "judge", "probe", "read_events", "run_scenario"]

@@ -15,6 +15,7 @@ from chaos.errors import ConfigError
 KINDS: dict[str, str] = {
     "postgres": "chaos.backends.postgres",
     "redis": "chaos.backends.redis",
+    "beanstalkd": "chaos.backends.beanstalkd",
 }
 
 

@@ -1,0 +1,53 @@
+"""The external beanstalkd provider: your server (--backend-url or CHAOS_BEANSTALKD_URL); the run uses
+its own tube, emptied at the run's end."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import greenstalk
+
+from chaos.backends.external import ExternalServer
+from chaos.errors import ConfigError, HarnessError
+from chaos.events import ENV_BEANSTALKD_URL
+from chaos.worker.beanstalkd import TRANSIENT, connect, tube_for
+
+
+class ExternalBeanstalkd(ExternalServer):
+    kind: ClassVar[str] = "beanstalkd"
+    name: ClassVar[str] = "beanstalkd"
+    env_url: ClassVar[str] = ENV_BEANSTALKD_URL
+    example_url: ClassVar[str] = "beanstalk://127.0.0.1:11300"
+    schemes: ClassVar[tuple[str, ...]] = ("beanstalk", "beanstalkd")
+
+    namespace_for = staticmethod(tube_for)
+
+    def create_namespace(self) -> None:
+        """A tube exists while it is used: check the server answers."""
+        try:
+            connect(self.url, self.namespace).close()
+        except TRANSIENT as exc:
+            raise ConfigError(f"Expected a reachable beanstalkd at {self.url} (from --backend-url or "
+                              f"{ENV_BEANSTALKD_URL}), but got: {exc!r}. Check the address, or drop --backend "
+                              "external to let the suite start its own server.") from exc
+
+    def drop_namespace(self) -> None:
+        """Delete every ready, delayed and buried job of the run's tube (reserved ones went back to ready
+        when their workers' connections closed)."""
+        try:
+            client = connect(self.url, self.namespace)
+            try:
+                for peek in (client.peek_ready, client.peek_delayed, client.peek_buried):
+                    while True:
+                        try:
+                            client.delete(peek())
+                        except greenstalk.NotFoundError:
+                            break
+            finally:
+                client.close()
+        except TRANSIENT as exc:
+            raise HarnessError(f"could not empty the tube {self.namespace} on {self.url}; empty it by hand: "
+                               f"{exc!r}") from exc
+
+    def url_at(self, host: str, port: int) -> str:
+        return f"{self.parts.scheme}://{host}:{port}"

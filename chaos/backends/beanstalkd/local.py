@@ -1,0 +1,46 @@
+"""The local beanstalkd provider: a private `beanstalkd` in the run dir, writing its binlog there when
+the target's `binlog` parameter is on, so a restart keeps exactly what the binlog keeps."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, ClassVar
+
+from chaos.backends.local_server import HOST, LocalServer, require_binary
+from chaos.errors import ConfigError
+from chaos.worker.beanstalkd import tube_for
+
+
+class LocalBeanstalkd(LocalServer):
+    kind: ClassVar[str] = "beanstalkd"
+    name: ClassVar[str] = "beanstalkd"
+
+    @property
+    def namespace(self) -> str:
+        return tube_for(self.run_id)
+
+    @property
+    def binlog(self) -> bool:
+        value = self.options.get("binlog", "off")
+        if value not in ("on", "off"):
+            raise ConfigError(f"beanstalkd binlog {value!r} is not on or off. Fix the target's binlog parameter "
+                              "(-p binlog=on|off).")
+        return value == "on"
+
+    def argv(self) -> list[str]:
+        argv = [require_binary("beanstalkd", "beanstalkd", "beanstalkd"), "-l", HOST, "-p", str(self.port)]
+        return argv + (["-b", str(self.data_dir)] if self.binlog else [])
+
+    def ready(self) -> bool:
+        try:
+            with socket.create_connection((HOST, self.port), timeout=2) as sock:
+                sock.sendall(b"stats\r\n")
+                return sock.recv(16).startswith(b"OK ")
+        except OSError:
+            return False
+
+    def url_at(self, host: str, port: int) -> str:
+        return f"beanstalk://{host}:{port}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"binlog": self.binlog, "namespace": self.namespace}
