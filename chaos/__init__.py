@@ -16,6 +16,7 @@ _EXPORTS = {
     "Contract": "chaos.contract", "Endpoint": "chaos.backends.base", "Backend": "chaos.backends.base",
     "TableQueueControl": "chaos.backends.postgres.control", "RedisQueueControl": "chaos.backends.redis.control",
     "BeanstalkdQueueControl": "chaos.backends.beanstalkd.control",
+    "RabbitMQQueueControl": "chaos.backends.rabbitmq.control",
     # inside a worker process
     "probe": "chaos.worker.probe",
     # authoring scenarios
@@ -32,7 +33,7 @@ _EXPORTS = {
 _MODULES = {"probe"}  # exported as modules, not as a name inside one
 
 __all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Context", "Contract", "Control", "Endpoint", "Event", "Gate",
-           "HarnessError", "HeldProbe", "Job", "JobState", "Ledger", "NotExercised", "Run", "RunOptions",
+           "HarnessError", "HeldProbe", "Job", "JobState", "Ledger", "NotExercised", "RabbitMQQueueControl", "Run", "RunOptions",
            "RedisQueueControl", "RunResult", "Scenario", "TableQueueControl", "Target", "Verdict", "Violation", "check", "find_scenario",
            "find_target", "judge", "probe", "read_events", "run_scenario"]
 

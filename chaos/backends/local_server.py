@@ -86,6 +86,7 @@ class LocalServer(Backend):
     name: ClassVar[str] = ""  # as a message names it: "Redis"
     ready_timeout_s: ClassVar[float] = 30.0
     restart_modes: ClassVar[dict[str, signal.Signals]] = {"immediate": signal.SIGKILL, "fast": signal.SIGTERM}
+    close_signal: ClassVar[signal.Signals] = signal.SIGTERM  # how close() stops it, before deleting its data
 
     def __init__(self, settings: BackendSettings) -> None:
         self.data_root = Path(settings.data_root).absolute()
@@ -193,7 +194,7 @@ class LocalServer(Backend):
         self._emit(events.backend_exit(pid, returncode, "kill"))
 
     def close(self) -> None:
-        """Stop it (SIGTERM, then SIGKILL) and delete its data; idempotent."""
+        """Stop it (close_signal, then SIGKILL) and delete its data; idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -293,7 +294,7 @@ class LocalServer(Backend):
     def _teardown(self, emit: bool) -> None:
         pid = self.pid
         try:
-            returncode = self._stop(signal.SIGTERM)
+            returncode = self._stop(self.close_signal)
             if emit and pid is not None:
                 self._emit(events.backend_exit(pid, returncode, "close"))
         finally:

@@ -16,6 +16,7 @@ KINDS: dict[str, str] = {
     "postgres": "chaos.backends.postgres",
     "redis": "chaos.backends.redis",
     "beanstalkd": "chaos.backends.beanstalkd",
+    "rabbitmq": "chaos.backends.rabbitmq",
 }
 
 

@@ -1,0 +1,17 @@
+"""RabbitMQ backends: ``local`` starts a private node (its own node name, ports, epmd, data directory and
+cookie) in the run dir, with the target's `consumer_timeout_ms` when it sets one; ``external`` uses a
+broker you name (--backend-url or CHAOS_RABBITMQ_URL) and gives each run a fresh vhost through its
+management API (CHAOS_RABBITMQ_API_URL, by default port 15672 of the broker's host), deleted at the end.
+
+A node takes several seconds to boot: a suite of many runs can start one node (`chaos.backends.rabbitmq.local`
+with the `management` option) and run every scenario without broker faults against it as external.
+
+Importing this package is cheap: a provider's server code is imported when a run opens it.
+"""
+
+from chaos.backends.registry import Provider
+
+PROVIDERS = {
+    "local": Provider("rabbitmq", "local", "chaos.backends.rabbitmq.local:LocalRabbitMQ"),
+    "external": Provider("rabbitmq", "external", "chaos.backends.rabbitmq.external:ExternalRabbitMQ"),
+}

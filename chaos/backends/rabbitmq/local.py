@@ -1,0 +1,124 @@
+"""The local RabbitMQ provider: a private node in the run dir. Every setting that could reach another
+node on the machine is its own: node name, AMQP, distribution and epmd ports, data directory, cookie
+(HOME), config files (the machine's rabbitmq-env.conf is not read). The node's epmd carries the server's
+marker, so stopping the node stops it too."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import urllib.parse
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pika
+import pika.exceptions
+
+from chaos.backends.local_server import HOST, LocalServer
+from chaos.errors import ConfigError
+
+SERVER_SCRIPT = "/usr/lib/rabbitmq/bin/rabbitmq-server"  # as the current user (/usr/sbin's wrapper switches)
+USER = PASSWORD = "chaos"
+# The channel's tick is when RabbitMQ looks for deliveries past consumer_timeout (60 s by default);
+# RabbitMQ's own consumer-timeout tests shorten it the same way.
+TICK_MS = 200
+
+
+def server_script() -> str:
+    found = SERVER_SCRIPT if Path(SERVER_SCRIPT).is_file() else shutil.which("rabbitmq-server")
+    if found is None:
+        raise ConfigError("The local RabbitMQ provider starts its own node with `rabbitmq-server`, which is not "
+                          "installed. Install it (Debian: apt-get install rabbitmq-server, or run ci/setup.sh), or "
+                          "point the run at a broker of yours with --backend-url.")
+    return found
+
+
+def amqp_url(host: str, port: int, vhost: str, user: str = USER, password: str = PASSWORD) -> str:
+    quote = urllib.parse.quote
+    return f"amqp://{quote(user, safe='')}:{quote(password, safe='')}@{host}:{port}/{quote(vhost, safe='')}"
+
+
+class LocalRabbitMQ(LocalServer):
+    kind: ClassVar[str] = "rabbitmq"
+    name: ClassVar[str] = "RabbitMQ"
+    ready_timeout_s: ClassVar[float] = 60.0
+    close_signal: ClassVar[signal.Signals] = signal.SIGKILL  # a clean shutdown takes seconds, for data deleted next
+    namespace = "/"  # the node is the run's own: its default vhost
+
+    def port_names(self) -> tuple[str, ...]:
+        return ("amqp", "dist", "epmd", *(("management",) if self.management else ()))
+
+    @property
+    def management(self) -> bool:
+        """The management API (for a node shared by many runs as their external broker, one vhost each)."""
+        return self.options.get("management") == "on"
+
+    @property
+    def consumer_timeout_ms(self) -> int | None:
+        value = self.options.get("consumer_timeout_ms", "default")
+        if value == "default":
+            return None
+        if not value.isdigit() or int(value) < 1:
+            raise ConfigError(f"RabbitMQ consumer_timeout_ms {value!r} is neither 'default' nor a positive number of "
+                              "milliseconds. Fix the target's consumer_timeout_ms parameter.")
+        return int(value)
+
+    def argv(self) -> list[str]:
+        self._write_config()
+        return [server_script()]
+
+    def server_env(self) -> dict[str, str]:
+        base = self.data_dir
+        node = f"{self.marker}@localhost"
+        return {
+            "HOME": str(base),  # its .erlang.cookie
+            "RABBITMQ_CONF_ENV_FILE": str(base / "rabbitmq-env.conf"),
+            "RABBITMQ_NODENAME": node, "RABBITMQ_NODE_IP_ADDRESS": HOST,
+            "RABBITMQ_NODE_PORT": str(self.ports["amqp"]), "RABBITMQ_DIST_PORT": str(self.ports["dist"]),
+            "ERL_EPMD_PORT": str(self.ports["epmd"]), "ERL_EPMD_ADDRESS": HOST,
+            "RABBITMQ_MNESIA_BASE": str(base / "mnesia"), "RABBITMQ_LOG_BASE": str(base / "log"),
+            "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq"),
+            "RABBITMQ_ADVANCED_CONFIG_FILE": str(base / "advanced.config"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "enabled_plugins"),
+            "RABBITMQ_FEATURE_FLAGS_FILE": str(base / "feature_flags"),
+            "RABBITMQ_PLUGINS_EXPAND_DIR": str(base / "plugins-expand"),
+            "RABBITMQ_PID_FILE": str(base / "rabbitmq.pid"),
+        }
+
+    def _write_config(self) -> None:
+        base = self.data_dir
+        for folder in ("mnesia", "log"):
+            (base / folder).mkdir(exist_ok=True)
+        (base / "rabbitmq-env.conf").write_text("")
+        plugins = "[rabbitmq_management]." if self.management else "[]."
+        (base / "enabled_plugins").write_text(plugins + "\n")
+        conf = [f"default_user = {USER}", f"default_pass = {PASSWORD}", "loopback_users = none",
+                "log.console = true", "log.file = false"]
+        if self.management:
+            conf += [f"management.tcp.port = {self.ports['management']}", f"management.tcp.ip = {HOST}"]
+        (base / "rabbitmq.conf").write_text("\n".join(conf) + "\n")
+        rabbit = [f"{{channel_tick_interval, {TICK_MS}}}"]
+        if self.consumer_timeout_ms is not None:
+            rabbit.append(f"{{consumer_timeout, {self.consumer_timeout_ms}}}")
+        (base / "advanced.config").write_text(f"[{{rabbit, [{', '.join(rabbit)}]}}].\n")
+
+    def ready(self) -> bool:
+        params = pika.URLParameters(self.url_at(HOST, self.ports["amqp"]))
+        params.connection_attempts, params.socket_timeout, params.blocked_connection_timeout = 1, 2, 2
+        try:
+            pika.BlockingConnection(params).close()
+        except (pika.exceptions.AMQPError, OSError):
+            return False
+        return True
+
+    def url_at(self, host: str, port: int) -> str:
+        return amqp_url(host, port, self.namespace)
+
+    @property
+    def api_url(self) -> str | None:
+        return f"http://{HOST}:{self.ports['management']}/" if self.management else None
+
+    def describe(self) -> dict[str, Any]:
+        return {"node": f"{self.marker}@localhost", "consumer_timeout_ms": self.consumer_timeout_ms,
+                "management": self.management}
+
