@@ -63,7 +63,11 @@ class Control(Protocol):
         the backend: a proxy when the scenario cuts the network), never from the backend's address."""
 
     def snapshot(self) -> list[JobState]:
-        """Every job as the queue itself sees it: pending, claimed (by whom), done, dead, or absent."""
+        """Every job as the queue itself sees it: pending, claimed (by whom), done, dead, or absent.
+
+        A queue that cannot show a job out for delivery (a broker's unacknowledged message is in no queue)
+        says so with a class attribute `shows_deliveries = False`: the suite then counts a job as drained
+        only when no execution that claimed it is still at work."""
 
     def close(self) -> None: ...
 

@@ -1,10 +1,11 @@
-"""Restart the backend during recovery: kill the owner after its effect, then restart the PostgreSQL
-server (immediate shutdown, same data and port) at the moment another worker reclaims the job
-(seeds' checklist, item 4).
+"""Restart the backend during recovery: kill the owner after its effect, then restart the backend's
+server (immediate: a crash, same data and ports) at the moment another worker reclaims the job, with a
+fresh backlog enqueued just before (seeds' checklist, item 4).
 
 Risk probed: recovery that is itself not crash-safe: a reclaim whose state change is lost in the
-restart, a completion that is never retried, a job dropped between two owners. Every job must survive
-(nothing lost); a target that cannot recover at all shows up as stuck.
+restart, a completion that is never retried, a job dropped between two owners, and a queue whose server
+forgets what it was given (Redis without an append-only file, beanstalkd without its binlog). Every job
+must survive (nothing lost); a target that cannot recover at all shows up as stuck.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def run(ctx: Context) -> None:
     ctx.kill_held(effect_gate)
     ctx.start_worker()
     ctx.wait(reclaim_gate, ctx.recovery_deadline())
+    ctx.enqueue(JOBS)  # the backlog the restart must keep
     ctx.restart_backend("immediate", gate=reclaim_gate)
     ctx.release(reclaim_gate)
     ctx.wait_drained(2 * ctx.recovery_deadline())

@@ -203,7 +203,9 @@ class ScenarioContext:
         while True:
             try:
                 states = {s.job: s.state for s in self.control.snapshot()}
-                if all(states.get(job, "absent") in ("done", "dead", "absent") for job in wanted):
+                if all(states.get(job, "absent") in ("done", "dead", "absent") for job in wanted) and (
+                        getattr(self.control, "shows_deliveries", True)
+                        or not open_executions(self.ledger.events(), events.PROBE_CLAIM)):
                     self.ledger.append(events.drained(len(wanted)))
                     self._doing("running the scenario")
                     return True
@@ -237,3 +239,17 @@ def _armed(gate: Gate) -> ArmedGate:
 
 def _armed_or_none(gate: Gate | None) -> ArmedGate | None:
     return None if gate is None else _armed(gate)
+
+
+def open_executions(ledger: list[Event], opened_by: str) -> set[tuple[str | None, object]]:
+    """(job, token) of every execution that reported `opened_by` (its claim, or its effect) and has not
+    yet acked, abandoned or exited."""
+    open_: dict[tuple[str | None, object], str | None] = {}
+    for event in ledger:
+        if event.kind == opened_by:
+            open_[(event.job, event.data.get("token"))] = event.worker
+        elif event.kind in (events.PROBE_ACK, events.PROBE_ABANDON):
+            open_.pop((event.job, event.data.get("token")), None)
+        elif event.kind == events.PROCESS_EXIT and open_:
+            open_ = {key: worker for key, worker in open_.items() if worker != event.worker}
+    return set(open_)

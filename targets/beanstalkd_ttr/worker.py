@@ -41,10 +41,15 @@ class Handler:
 
 
 def touch(client: Any, job: greenstalk.Job) -> bool:
+    """Whether the reservation still holds: NOT_FOUND (the TTR expired) or a dead connection (beanstalkd
+    released its reservations when it closed) says it does not."""
     try:
         client.touch(job)
         return True
     except greenstalk.NotFoundError:
+        return False
+    except TRANSIENT as exc:
+        log(f"touch of job {job.id} failed: {exc!r}")
         return False
 
 

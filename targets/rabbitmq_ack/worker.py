@@ -81,7 +81,8 @@ def work(connection: Any, channel: Any, cfg: WorkerSettings, session: str,
                 raise pika.exceptions.ChannelClosed(0, "closed by the broker")
     except TRANSIENT as exc:
         lost.set()  # the delivery is requeued: stop working on it
-        probe.abandon(job, token, reason=f"channel lost: {exc!r}")
+        log(f"{job}: the channel closed under the handler ({exc!r}); its delivery is requeued")
+        probe.abandon(job, token)
         raise
     if isinstance(handler.outcome, JobFailed):
         probe.abandon(job, token, reason="handler failed")

@@ -21,6 +21,8 @@ from chaos.worker.rabbitmq import ATTEMPTS, DEAD, QUEUE, body, declare, paramete
 
 
 class RabbitMQQueueControl:
+    shows_deliveries = False  # an unacknowledged delivery is in no queue
+
     def __init__(self, backend: Backend, params: dict[str, str], contract: Contract) -> None:
         self.url = backend.endpoint.url
         self.params = params
