@@ -34,6 +34,7 @@ class Cell:
     rule: str | None = None  # for a broken variant: the rule it breaks
     scenario_params: tuple[str, ...] = ()  # `-s key=value`: the scenario's PARAMS
     anomalies: tuple[str, ...] | None = None  # exactly the anomaly kinds the report must show (None: unchecked)
+    min_recovery_s: float | None = None  # every recovery slower than this (a timeout the queue must wait out)
     listed: bool = True  # written in the file (else made for a correct target)
 
     @property
@@ -119,4 +120,4 @@ def _cell(entry: dict[str, Any]) -> Cell:
                 tuple(entry.get("params", ())), entry.get("max_recovery_s"), dict(entry.get("counts", {})),
                 tuple(entry.get("witness_order", ())), tuple(entry.get("contract", ())), entry.get("rule"),
                 tuple(entry.get("scenario_params", ())),
-                None if entry.get("anomalies") is None else tuple(entry["anomalies"]))
+                None if entry.get("anomalies") is None else tuple(entry["anomalies"]), min_recovery_s=entry.get("min_recovery_s"))
