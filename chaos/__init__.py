@@ -32,10 +32,11 @@ _EXPORTS = {
 }
 _MODULES = {"probe"}  # exported as modules, not as a name inside one
 
-__all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Context", "Contract", "Control", "Endpoint", "Event", "Gate",
-           "HarnessError", "HeldProbe", "Job", "JobState", "Ledger", "NotExercised", "RabbitMQQueueControl", "Run", "RunOptions",
-           "RedisQueueControl", "RunResult", "Scenario", "TableQueueControl", "Target", "Verdict", "Violation", "check", "find_scenario",
-           "find_target", "judge", "probe", "read_events", "run_scenario"]
+__all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Context", "Contract", "Control",
+           "Endpoint", "Event", "Gate", "HarnessError", "HeldProbe", "Job", "JobState", "Ledger", "NotExercised",
+           "RabbitMQQueueControl", "RedisQueueControl", "Run", "RunOptions", "RunResult", "Scenario",
+           "TableQueueControl", "Target", "Verdict", "Violation", "check", "find_scenario", "find_target", "judge",
+           "probe", "read_events", "run_scenario"]
 
 
 def __getattr__(name: str) -> Any:

@@ -120,4 +120,5 @@ def _cell(entry: dict[str, Any]) -> Cell:
                 tuple(entry.get("params", ())), entry.get("max_recovery_s"), dict(entry.get("counts", {})),
                 tuple(entry.get("witness_order", ())), tuple(entry.get("contract", ())), entry.get("rule"),
                 tuple(entry.get("scenario_params", ())),
-                None if entry.get("anomalies") is None else tuple(entry["anomalies"]), min_recovery_s=entry.get("min_recovery_s"))
+                None if entry.get("anomalies") is None else tuple(entry["anomalies"]),
+                min_recovery_s=entry.get("min_recovery_s"))

@@ -47,6 +47,7 @@ class Backend(Protocol):
     kind: ClassVar[str]
     provider: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
+    namespace: str = ""  # the run's own part of the server, where it has one: a key prefix, a tube, a vhost
 
     @classmethod
     def open(cls, settings: BackendSettings) -> Self:

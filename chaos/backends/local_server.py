@@ -2,8 +2,10 @@
 one process tree in the run dir, on free ports, that the nemesis may restart or kill and that no exit of
 ours leaves behind.
 
-Every process of a server carries a unique marker in its environment (children inherit it), so a stop is
-only done once none is left, and a run whose runner was SIGKILLed can be cleaned from its ledger alone.
+Every process of a server is recognised by a unique marker in its environment (children inherit it,
+daemons too) or, for a server that retitles itself over its environment (Redis), by its working
+directory, the server's data directory: a stop is only done once none is left, and a run whose runner
+was SIGKILLed can be cleaned from its ledger alone.
 A subclass says how to start its server (`argv`), when it is ready, and what its clients' URL is.
 """
 
@@ -54,14 +56,15 @@ def require_binary(name: str, package: str, what: str) -> str:
     return found
 
 
-def server_processes(marker: str) -> list[psutil.Process]:
-    """Live processes whose environment carries this server's marker (zombies hold nothing: skipped)."""
+def server_processes(marker: str, data_dir: Path) -> list[psutil.Process]:
+    """Live processes of this server: its marker in their environment, or its data dir as their working
+    directory (zombies hold nothing: skipped)."""
     found = []
-    for process in psutil.process_iter(["status"]):
+    for process in psutil.process_iter(["status", "cwd"]):
         try:
             if process.pid == os.getpid() or process.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
-            if process.environ().get(MARKER) == marker:
+            if process.info["cwd"] == str(data_dir) or process.environ().get(MARKER) == marker:
                 found.append(process)
         except psutil.Error:
             continue
@@ -93,7 +96,7 @@ class LocalServer(Backend):
         self.data_dir = self.data_root / "data"
         self.log_path = self.data_root / "server.log"
         self.options = dict(settings.options)
-        self.run_id = settings.run_id
+        self.namespace = self.namespace_for(settings.run_id)
         self.marker = f"queue-chaos-{secrets.token_hex(6)}"
         self.ports: dict[str, int] = {}
         self._on_event = settings.on_event
@@ -106,6 +109,11 @@ class LocalServer(Backend):
         return cls(settings).start()
 
     # -- what a server kind says ---------------------------------------------------------------------
+
+    @staticmethod
+    def namespace_for(run_id: str) -> str:
+        """The run's own part of the server (the server is the run's own too, but its clients need a name)."""
+        return ""
 
     def port_names(self) -> tuple[str, ...]:
         """The ports it listens on; the first is its clients'."""
@@ -207,7 +215,7 @@ class LocalServer(Backend):
         marker, data_dir = str(started.get("marker") or ""), Path(str(started.get("data_dir") or ""))
         if not marker.startswith("queue-chaos-"):
             return True, ""
-        victims = server_processes(marker)
+        victims = server_processes(marker, data_dir)
         for process in victims:
             with contextlib.suppress(psutil.Error):
                 process.kill()
@@ -283,7 +291,7 @@ class LocalServer(Backend):
             except subprocess.TimeoutExpired:
                 kill_tree(proc.pid)
                 returncode = proc.wait(STOP_GRACE_S)
-        survivors = server_processes(self.marker)
+        survivors = server_processes(self.marker, self.data_dir)
         for process in survivors:
             with contextlib.suppress(psutil.Error):
                 process.kill()

@@ -29,7 +29,6 @@ from chaos.check.checker import judge
 from chaos.check.verdict import Verdict
 from chaos.discovery import bundled
 from chaos.errors import ChaosError, ConfigError, NotExercised, ScenarioError
-from chaos.events import Event
 from chaos.faults import KINDS
 from chaos.ledger import Ledger, read_events
 from chaos.reports import write_reports

@@ -17,4 +17,5 @@ from chaos.worker.settings import (
     stop_flag,
 )
 
-__all__ = ["POLL_S", "JobFailed", "WorkerSettings", "log", "retrying", "run_handler", "serve_jobs", "settings", "stop_flag"]
+__all__ = ["POLL_S", "JobFailed", "WorkerSettings", "log", "retrying", "run_handler", "serve_jobs", "settings",
+           "stop_flag"]

@@ -37,11 +37,11 @@ def declare(channel: Any) -> None:
     channel.queue_declare(DEAD, durable=True)
 
 
-def body(job: str, payload: dict) -> bytes:
+def body(job: str, payload: dict[str, Any]) -> bytes:
     return json.dumps({"id": job, "payload": payload}, sort_keys=True).encode()
 
 
-def parse(raw: bytes) -> tuple[str, dict]:
+def parse(raw: bytes) -> tuple[str, dict[str, Any]]:
     data = json.loads(raw)
     return data["id"], data["payload"]
 

@@ -43,12 +43,12 @@ class Keys:
         return self.prefix + "orphan:" + worker
 
 
-def entry(job: str, payload: dict) -> str:
+def entry(job: str, payload: dict[str, Any]) -> str:
     """A queue entry: the suite's job id travels in it, beside the handler's payload."""
     return json.dumps({"id": job, "payload": payload}, sort_keys=True)
 
 
-def parse(raw: str) -> tuple[str, dict]:
+def parse(raw: str) -> tuple[str, dict[str, Any]]:
     data = json.loads(raw)
     return data["id"], data["payload"]
 

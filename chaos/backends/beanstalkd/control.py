@@ -19,13 +19,13 @@ STATES = {"ready": "pending", "delayed": "pending", "reserved": "claimed", "buri
 class BeanstalkdQueueControl:
     def __init__(self, backend: Backend, params: dict[str, str], contract: Contract) -> None:
         self.url = backend.endpoint.url
-        self.tube = str(getattr(backend, "namespace"))
+        self.tube = str(backend.namespace)
         self.params = params
         self.contract = contract
         self.ids: dict[str, int] = {}  # suite job -> beanstalkd job id
-        self._client: greenstalk.Client | None = None
+        self._client: greenstalk.Client[str] | None = None
 
-    def client(self) -> greenstalk.Client:
+    def client(self) -> greenstalk.Client[str]:
         """One connection, reopened after the server restarted under it."""
         if self._client is None:
             self._client = connect(self.url, self.tube)

@@ -15,9 +15,7 @@ class LocalBeanstalkd(LocalServer):
     kind: ClassVar[str] = "beanstalkd"
     name: ClassVar[str] = "beanstalkd"
 
-    @property
-    def namespace(self) -> str:
-        return tube_for(self.run_id)
+    namespace_for = staticmethod(tube_for)
 
     @property
     def binlog(self) -> bool:

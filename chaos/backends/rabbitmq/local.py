@@ -43,7 +43,10 @@ class LocalRabbitMQ(LocalServer):
     name: ClassVar[str] = "RabbitMQ"
     ready_timeout_s: ClassVar[float] = 60.0
     close_signal: ClassVar[signal.Signals] = signal.SIGKILL  # a clean shutdown takes seconds, for data deleted next
-    namespace = "/"  # the node is the run's own: its default vhost
+
+    @staticmethod
+    def namespace_for(run_id: str) -> str:
+        return "/"  # the node is the run's own: its default vhost
 
     def port_names(self) -> tuple[str, ...]:
         return ("amqp", "dist", "epmd", *(("management",) if self.management else ()))

@@ -18,10 +18,10 @@ from chaos.worker.redis import Keys, entry
 class RedisQueueControl:
     def __init__(self, backend: Backend, params: dict[str, str], contract: Contract) -> None:
         self.url = backend.endpoint.url
-        self.keys = Keys(getattr(backend, "namespace"))
+        self.keys = Keys(backend.namespace)
         self.params = params
         self.contract = contract
-        self.client = redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5,
+        self.client: redis.Redis = redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5,
                                            retry_on_timeout=False, decode_responses=True)
 
     def setup(self) -> None:
@@ -39,9 +39,9 @@ class RedisQueueControl:
         dead set, the done set; a job in none of them is absent (popped and gone)."""
         attempts = {job: int(count) for job, count in self.client.hgetall(self.keys.attempts).items()}
         found: dict[str, JobState] = {}
-        for job in self.client.hkeys(self.keys.done):
+        for job in map(str, self.client.hkeys(self.keys.done)):
             found[job] = JobState(job, "done", attempts=attempts.get(job))
-        for job in self.client.smembers(self.keys.dead):
+        for job in map(str, self.client.smembers(self.keys.dead)):
             found[job] = JobState(job, "dead", attempts=attempts.get(job))
         for raw in self.client.lrange(self.keys.queue, 0, -1):
             job = json.loads(raw)["id"]

@@ -26,9 +26,7 @@ class LocalRedis(LocalServer):
     kind: ClassVar[str] = "redis"
     name: ClassVar[str] = "Redis"
 
-    @property
-    def namespace(self) -> str:
-        return namespace(self.run_id)
+    namespace_for = staticmethod(namespace)
 
     @property
     def persistence(self) -> str:

@@ -1,0 +1,158 @@
+"""The Redis, beanstalkd and RabbitMQ providers against real servers: a local server's durability setting
+decides what a crash-restart keeps, every process of a server ends with it (or with `chaos clean` after
+its runner was killed), an external run's namespace is made and removed, and a missing binary is a
+one-paragraph error naming its Debian package."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import greenstalk
+import pika
+import pika.exceptions
+import pytest
+import redis
+
+from chaos import events
+from chaos.backends.base import BackendSettings
+from chaos.backends.beanstalkd.external import ExternalBeanstalkd
+from chaos.backends.beanstalkd.local import LocalBeanstalkd
+from chaos.backends.local_server import LocalServer, server_processes
+from chaos.backends.rabbitmq.external import ExternalRabbitMQ
+from chaos.backends.rabbitmq.local import LocalRabbitMQ
+from chaos.backends.redis.external import ExternalRedis
+from chaos.backends.redis.local import LocalRedis
+from chaos.events import Record
+from chaos.worker.beanstalkd import connect as beanstalk
+from tests.integration.runner import chaos
+
+
+def settings(root: Path, started: list[Record] | None = None, **options: str) -> BackendSettings:
+    return BackendSettings(root, "run-1", on_event=None if started is None else started.append, options=options)
+
+
+def redis_client(server: LocalServer) -> redis.Redis:
+    return redis.Redis.from_url(server.endpoint.url, decode_responses=True, socket_timeout=5)
+
+
+@pytest.mark.parametrize(("persistence", "kept"), [("none", False), ("aof-always", True)])
+def test_a_redis_crash_keeps_what_its_persistence_keeps(tmp_path: Path, persistence: str, kept: bool) -> None:
+    with LocalRedis.open(settings(tmp_path, persistence=persistence)) as server:
+        with redis_client(server) as client:
+            client.rpush("queue", "job-1")
+        old_pid, port = server.pid, server.port
+        server.restart("immediate")  # SIGKILL: no shutdown save
+        assert server.pid != old_pid and server.port == port
+        with redis_client(server) as client:
+            assert client.lrange("queue", 0, -1) == (["job-1"] if kept else [])
+
+
+@pytest.mark.parametrize(("binlog", "kept"), [("off", False), ("on", True)])
+def test_a_beanstalkd_crash_keeps_what_its_binlog_keeps(tmp_path: Path, binlog: str, kept: bool) -> None:
+    with LocalBeanstalkd.open(settings(tmp_path, binlog=binlog)) as server:
+        client = beanstalk(server.endpoint.url, server.namespace)
+        bid = client.put("job-1", ttr=5)
+        client.close()
+        server.restart("immediate")
+        client = beanstalk(server.endpoint.url, server.namespace)
+        try:
+            if kept:
+                assert client.peek(bid).body == "job-1"
+            else:
+                with pytest.raises(greenstalk.NotFoundError):
+                    client.peek(bid)
+        finally:
+            client.close()
+
+
+def test_a_private_rabbitmq_node_keeps_persistent_messages_and_leaves_nothing(tmp_path: Path) -> None:
+    started: list[Record] = []
+    server = LocalRabbitMQ.open(settings(tmp_path, started))
+    try:
+        node = started[0].data
+        assert node["node"].startswith("queue-chaos-") and node["ports"]["epmd"] != 4369
+        names = {p.name() for p in server_processes(server.marker, server.data_dir)}
+        assert {"beam.smp", "epmd"} <= names, names  # its own epmd, on its own port
+        connection = pika.BlockingConnection(pika.URLParameters(server.endpoint.url))
+        channel = connection.channel()
+        channel.queue_declare("jobs", durable=True)
+        channel.confirm_delivery()
+        channel.basic_publish("", "jobs", b"job-1", pika.BasicProperties(delivery_mode=2))
+        connection.close()
+        server.restart("immediate")
+        connection = pika.BlockingConnection(pika.URLParameters(server.endpoint.url))
+        method, _, body = connection.channel().basic_get("jobs", auto_ack=True)
+        connection.close()
+        assert body == b"job-1"
+    finally:
+        server.close()
+    assert server_processes(server.marker, server.data_dir) == []
+    assert not server.data_dir.exists()
+
+
+def test_a_killed_runs_server_is_swept_by_its_marker(tmp_path: Path) -> None:
+    """What `chaos clean` does for a run whose runner was SIGKILLed: its ledger's backend.start is enough."""
+    started: list[Record] = []
+    server = LocalRedis.open(settings(tmp_path / "backend", started))
+    try:
+        assert server_processes(server.marker, server.data_dir)
+        done, said = LocalRedis.clean_after_killed_run(started[0].data, tmp_path, None)
+        assert done and "removed" in said
+        assert server_processes(server.marker, server.data_dir) == []
+        assert not server.data_dir.exists()
+    finally:
+        server.close()
+
+
+def test_an_external_redis_run_keeps_to_its_prefix(tmp_path: Path) -> None:
+    with LocalRedis.open(settings(tmp_path)) as server:
+        with redis_client(server) as client:
+            client.set("users-key", "kept")
+            external = ExternalRedis.open(BackendSettings(Path("/nonexistent"), "run-2", server.endpoint.url))
+            assert external.namespace == "chaos:run-2:" and external.endpoint.url == server.endpoint.url
+            client.rpush(external.namespace + "queue", "job-1")
+            external.close()
+            assert client.keys("*") == ["users-key"]
+
+
+def test_an_external_beanstalkd_run_empties_its_tube(tmp_path: Path) -> None:
+    with LocalBeanstalkd.open(settings(tmp_path)) as server:
+        external = ExternalBeanstalkd.open(BackendSettings(Path("/nonexistent"), "run-2", server.endpoint.url))
+        client = beanstalk(server.endpoint.url, external.namespace)
+        for job in ("job-1", "job-2"):
+            client.put(job)
+        external.close()
+        with pytest.raises(greenstalk.NotFoundError):
+            client.peek_ready()
+        client.close()
+
+
+def test_an_external_rabbitmq_run_gets_its_own_vhost(shared_rabbitmq: dict[str, str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(events.ENV_RABBITMQ_API_URL, shared_rabbitmq[events.ENV_RABBITMQ_API_URL])
+    external = ExternalRabbitMQ.open(BackendSettings(Path("/nonexistent"), "run-2",
+                                                     shared_rabbitmq[events.ENV_RABBITMQ_URL]))
+    assert external.endpoint.url.endswith("/chaos-run-2")
+    pika.BlockingConnection(pika.URLParameters(external.endpoint.url)).close()
+    external.close()
+    with pytest.raises(pika.exceptions.AMQPError):
+        pika.BlockingConnection(pika.URLParameters(external.endpoint.url))
+
+
+@pytest.mark.parametrize(("target", "package"), [("redis_basic", "redis-server"), ("beanstalkd_ttr", "beanstalkd")])
+def test_a_missing_server_binary_names_its_package(tmp_path: Path, target: str, package: str) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = chaos("run", "--target", target, "--scenario", "no_faults", "--runs-dir", str(tmp_path / "runs"),
+                   env={"PATH": str(empty)})
+    assert result.code == 2, result.stdout + result.stderr
+    assert f"apt-get install {package}" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_external_provider_without_a_url_says_which_variable(tmp_path: Path) -> None:
+    assert events.ENV_REDIS_URL not in os.environ
+    result = chaos("run", "--target", "redis_reliable", "--scenario", "no_faults", "--backend", "external",
+                   "--runs-dir", str(tmp_path))
+    assert result.code == 2 and events.ENV_REDIS_URL in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
