@@ -13,12 +13,16 @@ import pytest
 
 import chaos
 import chaos.worker
+import chaos.worker.beanstalkd
 import chaos.worker.postgres
+import chaos.worker.rabbitmq
+import chaos.worker.redis
 from chaos.discovery import bundled
 
 PACKAGE = Path(chaos.__file__).parent
+WORKER_HELPERS = (chaos.worker.postgres, chaos.worker.redis, chaos.worker.beanstalkd, chaos.worker.rabbitmq)
 PUBLIC = {"chaos": set(chaos.__all__), "chaos.worker": set(chaos.worker.__all__),
-          "chaos.worker.postgres": set(chaos.worker.postgres.__all__)}
+          **{helper.__name__: set(helper.__all__) for helper in WORKER_HELPERS}}
 # What runs inside a worker process, or is imported by it: it must parse on the oldest Python a queue uses.
 WORKER_SIDE = [PACKAGE / "__init__.py", PACKAGE / "events.py", PACKAGE / "probe.py",
                *sorted((PACKAGE / "worker").glob("*.py"))]
@@ -138,7 +142,7 @@ BUNDLED = sorted([*bundled("targets").glob("*/*.py"), *bundled("scenarios").glob
 def test_bundled_targets_and_scenarios_use_only_the_public_surface(path: Path) -> None:
     private = [f"{module}.{name}" if name else module for module, name in _imports(path)
                if name not in PUBLIC.get(module, set())]
-    assert private == [], f"{path} imports names outside chaos.__all__ / chaos.worker(.postgres).__all__"
+    assert private == [], f"{path} imports names outside chaos.__all__ / chaos.worker(.<backend>).__all__"
 
 
 def test_every_public_name_resolves() -> None:
