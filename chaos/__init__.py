@@ -55,7 +55,10 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from chaos.backends.base import Backend, Endpoint
+    from chaos.backends.beanstalkd.control import BeanstalkdQueueControl
     from chaos.backends.postgres.control import TableQueueControl
+    from chaos.backends.rabbitmq.control import RabbitMQQueueControl
+    from chaos.backends.redis.control import RedisQueueControl
     from chaos.check.checker import check, judge
     from chaos.check.verdict import Verdict, Violation
     from chaos.contract import Contract

@@ -13,9 +13,13 @@ from chaos.ledger import read_events
 
 def run_processes(run_dir: Path) -> list[psutil.Process]:
     """Every process the run's ledger says it started (workers, reconcilers, the backend) still alive
-    or stopped, plus any process whose command line or working directory mentions the run dir."""
+    or stopped, plus any process whose command line or working directory mentions the run dir, or whose
+    environment carries its local server's marker (a daemon the server forked, such as RabbitMQ's epmd)."""
     pids: set[int] = set()
+    markers: set[str] = set()
     for event in read_events(run_dir / "ledger.sqlite"):
+        if event.kind == events.BACKEND_START and event.data.get("marker"):
+            markers.add(str(event.data["marker"]))
         if event.kind in (events.PROCESS_START, events.BACKEND_START) and event.data.get("pid"):
             pids.add(int(event.data["pid"]))
         elif event.kind == events.BACKEND_RESTART and event.data.get("new_pid"):
@@ -28,7 +32,19 @@ def run_processes(run_dir: Path) -> list[psutil.Process]:
                 alive.append(proc)
         except psutil.NoSuchProcess:
             continue
-    return alive + processes_mentioning(str(run_dir))
+    return alive + processes_mentioning(str(run_dir)) + (processes_marked(markers) if markers else [])
+
+
+def processes_marked(markers: set[str]) -> list[psutil.Process]:
+    """Live processes whose environment carries one of these local servers' markers."""
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and proc.environ().get(events.ENV_SERVER_MARKER) in markers:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
 
 
 def processes_mentioning(text: str) -> list[psutil.Process]:

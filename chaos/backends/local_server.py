@@ -31,7 +31,7 @@ from chaos.errors import ConfigError, HarnessError
 from chaos.procs import die_with_parent, is_alive, kill_tree, wait_dead
 
 HOST = "127.0.0.1"
-MARKER = "CHAOS_SERVER_ID"  # in every server process's environment: whose it is
+MARKER = events.ENV_SERVER_MARKER  # in every server process's environment: whose it is
 PORT_ATTEMPTS = 5
 STOP_GRACE_S = 10.0
 LOG_TAIL_LINES = 15
@@ -101,6 +101,7 @@ class LocalServer(Backend):
         self.ports: dict[str, int] = {}
         self._on_event = settings.on_event
         self._proc: subprocess.Popen[bytes] | None = None
+        self._companions: list[subprocess.Popen[bytes]] = []
         self._started = False
         self._closed = False
 
@@ -125,6 +126,14 @@ class LocalServer(Backend):
 
     def server_env(self) -> dict[str, str]:
         return {}
+
+    def companions(self) -> list[list[str]]:
+        """Processes the server needs beside it, started first as children of ours (so they die with the
+        runner, where a daemon the server forked would not) and ended with it: RabbitMQ's epmd."""
+        return []
+
+    def companions_ready(self) -> bool:
+        return True
 
     def ready(self) -> bool:
         """True once it serves clients (after loading its data)."""
@@ -251,18 +260,27 @@ class LocalServer(Backend):
         raise HarnessError(f"{self.name} could not bind its ports {self.ports} in {PORT_ATTEMPTS} attempts; "
                            f"{self.log_path} says:\n{log}")
 
-    def _launch(self) -> None:
-        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        argv = self.argv()
+    def _spawn(self, argv: list[str]) -> subprocess.Popen[bytes]:
         with open(self.log_path, "ab") as log:
             try:
-                self._proc = subprocess.Popen(
+                return subprocess.Popen(
                     argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self.data_dir,
                     env={**os.environ, **self.server_env(), MARKER: self.marker}, start_new_session=True,
                     preexec_fn=die_with_parent(signal.SIGKILL))
             except OSError as exc:
                 raise HarnessError(f"could not start {argv[0]}: {exc}") from exc
+
+    def _launch(self) -> None:
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        argv = self.argv()
         deadline = time.monotonic() + self.ready_timeout_s
+        self._companions = [self._spawn(companion) for companion in self.companions()]
+        while not self.companions_ready():
+            if any(c.poll() is not None for c in self._companions) or time.monotonic() >= deadline:
+                self._stop(signal.SIGKILL)
+                raise _PortInUse(self._log_since(offset))  # a companion that cannot listen: its port is taken
+            time.sleep(0.01)
+        self._proc = self._spawn(argv)
         delay = 0.01
         while not self.ready():
             if self._proc.poll() is not None or time.monotonic() >= deadline:
@@ -297,6 +315,9 @@ class LocalServer(Backend):
                 process.kill()
         if left := [p.pid for p in wait_dead(survivors, STOP_GRACE_S) if is_alive(p)]:
             raise HarnessError(f"{self.name} processes {left} survived SIGKILL")
+        for companion in self._companions:  # killed with the rest: reap them
+            companion.wait(STOP_GRACE_S)
+        self._companions = []
         return returncode
 
     def _teardown(self, emit: bool) -> None:

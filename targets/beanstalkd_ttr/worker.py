@@ -40,7 +40,7 @@ class Handler:
         return self._thread.is_alive()
 
 
-def touch(client: Any, job: greenstalk.Job) -> bool:
+def touch(client: Any, job: greenstalk.Job[str]) -> bool:
     """Whether the reservation still holds: NOT_FOUND (the TTR expired) or a dead connection (beanstalkd
     released its reservations when it closed) says it does not."""
     try:
@@ -53,7 +53,7 @@ def touch(client: Any, job: greenstalk.Job) -> bool:
         return False
 
 
-def process(client: Any, cfg: WorkerSettings, job: greenstalk.Job) -> None:
+def process(client: Any, cfg: WorkerSettings, job: greenstalk.Job[str]) -> None:
     data = json.loads(job.body)
     name, payload = data["id"], data["payload"]
     reserves = int(client.stats_job(job)["reserves"])
@@ -62,9 +62,9 @@ def process(client: Any, cfg: WorkerSettings, job: greenstalk.Job) -> None:
     lost = threading.Event()
     handler = Handler(payload, lost)
     while handler.running(cfg.heartbeat_s):
-        ok = touch(client, job)
-        probe.heartbeat(name, token, ok)
-        if not ok:
+        held = touch(client, job)
+        probe.heartbeat(name, token, held)
+        if not held:
             lost.set()  # the watchdog: the handler stops at once
     if isinstance(handler.outcome, JobFailed):
         probe.abandon(name, token, reason="handler failed")

@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from chaos import events
-from chaos.backends.postgres.external import mask_password
+from chaos.backends.external import mask_password
 from chaos.backends.postgres.local import LocalPostgres
 from chaos.discovery import bundled
 from chaos.ledger import Ledger, read_events

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from chaos.errors import ChaosError
 from chaos.ledger import read_events
 from chaos.leftovers import run_processes
@@ -31,10 +33,10 @@ def wait_for_event(run_dir_parent: Path, kind: str, timeout: float = 60) -> Path
 
 
 @contextmanager
-def stopped_worker_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    """A run of pg_naive x stop_past_deadline, handed over once a worker is stopped: pg_naive never takes
-    a job from a stopped owner, so the stop lasts its full length, time enough to interrupt the run."""
-    proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "pg_naive", "--scenario",
+def stopped_worker_run(tmp_path: Path, target: str = "pg_naive") -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """A run of stop_past_deadline, handed over once a worker is stopped: pg_naive never takes a job from a
+    stopped owner, so the stop lasts its full length, time enough to interrupt the run."""
+    proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", target, "--scenario",
                              "stop_past_deadline", "--seed", "1", "--runs-dir", str(tmp_path)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -98,3 +100,35 @@ def test_three_quick_ctrl_cs_still_end_as_interrupted_and_clean(tmp_path: Path) 
     assert not run_processes(run_dir)
     started = next(e for e in read_events(run_dir / "ledger.sqlite") if e.kind == "backend.start")
     assert not Path(started.data["pgdata"]).exists(), "the server's data directory was removed"
+
+
+@pytest.mark.parametrize("target", ["redis_reliable", "beanstalkd_ttr", "rabbitmq_ack"])
+def test_ctrl_c_leaves_no_server_of_any_kind_behind(tmp_path: Path, target: str) -> None:
+    """The other backend kinds' local servers (RabbitMQ's node with the epmd it forks) end with the run."""
+    with stopped_worker_run(tmp_path, target) as (proc, run_dir):
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert not run_processes(run_dir), "no worker, server or stopped process may outlive the run"
+    started = next(e for e in read_events(run_dir / "ledger.sqlite") if e.kind == "backend.start")
+    assert started.data["marker"] and not Path(started.data["data_dir"]).exists()
+
+
+def test_runner_killed_outright_takes_a_rabbitmq_node_and_its_epmd_with_it(tmp_path: Path) -> None:
+    """The node is the process the runner started (the script execs the VM) and its epmd a child of the
+    runner's, so the kernel's parent-death signal ends both; `chaos clean` then removes the node's data."""
+    with stopped_worker_run(tmp_path, "rabbitmq_ack") as (proc, run_dir):
+        assert {p.name() for p in run_processes(run_dir)} >= {"beam.smp", "epmd"}
+        proc.kill()
+        proc.wait(10)
+    deadline = time.monotonic() + 15
+    while run_processes(run_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not run_processes(run_dir), "the node, its epmd or a worker outlived the runner"
+    started = next(e for e in read_events(run_dir / "ledger.sqlite") if e.kind == "backend.start")
+    data_dir = Path(started.data["data_dir"])
+    clean = subprocess.run([sys.executable, "-m", "chaos", "clean", "--runs-dir", str(tmp_path)], cwd=REPO,
+                           capture_output=True, text=True, check=False)
+    assert clean.returncode == 0 and f"removed its RabbitMQ data directory {data_dir}" in clean.stdout, clean.stdout
+    assert not data_dir.exists()

@@ -14,6 +14,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from chaos.backends.base import Backend, BackendSettings
+from chaos.backends.external import mask_password
 from chaos.backends.postgres import binaries as pg_binaries
 from chaos.backends.postgres import cluster as pg_cluster
 from chaos.backends.postgres import external as pg_external
@@ -335,7 +336,7 @@ def test_missing_binaries_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp
     ],
 )
 def test_mask_password(url: str, masked: str) -> None:
-    assert pg_external.mask_password(url) == masked
+    assert mask_password(url) == masked
 
 
 def test_schema_name_is_a_safe_identifier() -> None:

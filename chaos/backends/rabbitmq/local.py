@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import socket
 import urllib.parse
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,6 +71,22 @@ class LocalRabbitMQ(LocalServer):
         self._write_config()
         return [server_script()]
 
+    def companions(self) -> list[list[str]]:
+        """The node's own epmd on its own port, a child of ours: the node would otherwise fork a daemon that
+        outlives a runner killed outright."""
+        epmd = shutil.which("epmd")
+        if epmd is None:
+            raise ConfigError("The local RabbitMQ provider needs Erlang's `epmd`, which is not on PATH. Install "
+                              "rabbitmq-server (Debian: apt-get install rabbitmq-server, or run ci/setup.sh).")
+        return [[epmd, "-port", str(self.ports["epmd"]), "-address", HOST]]
+
+    def companions_ready(self) -> bool:
+        try:
+            socket.create_connection((HOST, self.ports["epmd"]), timeout=1).close()
+        except OSError:
+            return False
+        return True
+
     def server_env(self) -> dict[str, str]:
         base = self.data_dir
         node = f"{self.marker}@localhost"
@@ -86,6 +103,9 @@ class LocalRabbitMQ(LocalServer):
             "RABBITMQ_FEATURE_FLAGS_FILE": str(base / "feature_flags"),
             "RABBITMQ_PLUGINS_EXPAND_DIR": str(base / "plugins-expand"),
             "RABBITMQ_PID_FILE": str(base / "rabbitmq.pid"),
+            # The script then execs the VM instead of running it as a child behind signal traps: the VM is
+            # the process we started, so it dies with a runner killed outright (no systemd listens there).
+            "NOTIFY_SOCKET": str(base / "no-systemd"),
         }
 
     def _write_config(self) -> None:
