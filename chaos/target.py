@@ -67,7 +67,7 @@ class Control(Protocol):
 
         A queue that cannot show a job out for delivery (a broker's unacknowledged message is in no queue)
         says so with a class attribute `shows_deliveries = False`: the suite then counts a job as drained
-        only when no execution that claimed it is still at work."""
+        only once it is dead, or an ack of it was accepted."""
 
     def close(self) -> None: ...
 

@@ -96,9 +96,19 @@ class ExternalServer(Backend):
         if self._closed:
             raise HarnessError(f"external {self.name}: start() after close()")
         if not self._started:
-            self.create_namespace()
+            try:
+                self.create_namespace()
+            except BaseException:
+                self.drop_namespace_quietly()  # made halfway (a vhost without its permissions)
+                raise
             self._started = True
         return self
+
+    def drop_namespace_quietly(self) -> None:
+        try:
+            self.drop_namespace()
+        except (HarnessError, ConfigError):
+            pass
 
     def restart(self, mode: str = "immediate") -> None:
         raise self._no_control(f"restart ({mode})")
@@ -118,6 +128,8 @@ class ExternalServer(Backend):
         """Remove the namespace a killed run made, when given (or told by the environment) the same server."""
         url = url or os.environ.get(cls.env_url)
         namespace, recorded = str(started.get("namespace") or ""), started.get("url")
+        if not namespace.startswith("chaos"):
+            return True, ""  # not a namespace of the suite's: never touch it
         if not url or mask_password(url) != recorded:
             return False, (f"its {cls.name} namespace {namespace} may be left on {recorded}: run `chaos clean "
                            "--backend-url` with that server's URL to remove it")

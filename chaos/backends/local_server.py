@@ -170,12 +170,12 @@ class LocalServer(Backend):
             raise HarnessError(f"local {self.name}: start() after close()")
         if self._started:
             return self
+        if os.path.lexists(self.data_dir):
+            raise ConfigError(f"Expected no {self.name} data directory at {self.data_dir} (each run creates its "
+                              "own), but one exists, maybe from an earlier run. Use a fresh run directory.")
         began = time.monotonic()
         _LIVE.add(self)
         try:
-            if os.path.lexists(self.data_dir):
-                raise ConfigError(f"Expected no {self.name} data directory at {self.data_dir} (each run creates its "
-                                  "own), but one exists, maybe from an earlier run. Use a fresh run directory.")
             self.data_dir.mkdir(parents=True)
             self._launch_retrying(fresh_ports=True)
             self._started = True
@@ -229,7 +229,7 @@ class LocalServer(Backend):
             with contextlib.suppress(psutil.Error):
                 process.kill()
         wait_dead(victims, 5.0)
-        if data_dir.name == "data" and data_dir.parent.parent == run_dir.resolve() and data_dir.is_dir():
+        if data_dir.name == "data" and data_dir.resolve().parent.parent == run_dir.resolve() and data_dir.is_dir():
             shutil.rmtree(data_dir, ignore_errors=True)
             return True, f"removed its {cls.name} data directory {data_dir}"
         return True, ""

@@ -203,9 +203,11 @@ class ScenarioContext:
         while True:
             try:
                 states = {s.job: s.state for s in self.control.snapshot()}
-                if all(states.get(job, "absent") in ("done", "dead", "absent") for job in wanted) and (
-                        getattr(self.control, "shows_deliveries", True)
-                        or not open_executions(self.ledger.events(), events.PROBE_CLAIM)):
+                if getattr(self.control, "shows_deliveries", True):
+                    finished = {job for job in wanted if states.get(job, "absent") in ("done", "dead", "absent")}
+                else:  # absent may be out for delivery: only a dead letter or an accepted ack finishes a job
+                    finished = {job for job in wanted if states.get(job) == "dead"} | _acked(self.ledger.events())
+                if wanted <= finished:
                     self.ledger.append(events.drained(len(wanted)))
                     self._doing("running the scenario")
                     return True
@@ -239,6 +241,11 @@ def _armed(gate: Gate) -> ArmedGate:
 
 def _armed_or_none(gate: Gate | None) -> ArmedGate | None:
     return None if gate is None else _armed(gate)
+
+
+def _acked(ledger: list[Event]) -> set[str]:
+    """The jobs some execution acked with the queue's acceptance."""
+    return {e.job for e in ledger if e.kind == events.PROBE_ACK and e.data.get("ok") is True and e.job is not None}
 
 
 def open_executions(ledger: list[Event], opened_by: str) -> set[tuple[str | None, object]]:

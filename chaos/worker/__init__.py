@@ -7,6 +7,7 @@ leaf vocabulary `chaos.events`.
 
 from chaos.worker.settings import (
     POLL_S,
+    HandlerThread,
     JobFailed,
     WorkerSettings,
     log,
@@ -17,5 +18,5 @@ from chaos.worker.settings import (
     stop_flag,
 )
 
-__all__ = ["POLL_S", "JobFailed", "WorkerSettings", "log", "retrying", "run_handler", "serve_jobs", "settings",
-           "stop_flag"]
+__all__ = ["POLL_S", "HandlerThread", "JobFailed", "WorkerSettings", "log", "retrying", "run_handler", "serve_jobs",
+           "settings", "stop_flag"]

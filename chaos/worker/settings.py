@@ -77,6 +77,27 @@ def run_handler(payload: dict[str, Any], cancel: threading.Event | None = None) 
     return not (cancel is not None and cancel.is_set())
 
 
+class HandlerThread:
+    """The job's handler on its own thread, for a worker whose one connection must stay busy meanwhile
+    (a touch, a client library's heartbeats): finished (True), cancelled (False) or failed (JobFailed)."""
+
+    def __init__(self, payload: dict[str, Any], cancel: threading.Event) -> None:
+        self.outcome: bool | JobFailed | None = None
+        self._thread = threading.Thread(target=self._run, args=(payload, cancel), name="handler", daemon=True)
+        self._thread.start()
+
+    def _run(self, payload: dict[str, Any], cancel: threading.Event) -> None:
+        try:
+            self.outcome = run_handler(payload, cancel)
+        except JobFailed as exc:
+            self.outcome = exc
+
+    def running(self, wait_s: float = 0.0) -> bool:
+        """Whether it still runs, after waiting up to wait_s for it to end."""
+        self._thread.join(wait_s)
+        return self._thread.is_alive()
+
+
 def retrying(action: Callable[[], T], transient: tuple[type[BaseException], ...], stop: threading.Event,
              on_retry: Callable[[BaseException], None] | None = None, timeout: float = 60.0) -> T:
     """Retry an action through transient errors (a backend restart) until it succeeds or time runs out."""

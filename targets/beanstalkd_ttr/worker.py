@@ -12,32 +12,14 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from typing import Any
 
 import greenstalk
 
 from chaos import probe
-from chaos.worker import JobFailed, WorkerSettings, log, run_handler, settings, stop_flag
+from chaos.worker import HandlerThread, JobFailed, WorkerSettings, log, settings, stop_flag
 from chaos.worker.beanstalkd import RESERVE_S, TRANSIENT, connect
-
-
-class Handler:
-    """The job's handler on its own thread: finished (True), cancelled (False) or failed (JobFailed)."""
-
-    def __init__(self, payload: dict[str, Any], lost: threading.Event) -> None:
-        self.outcome: bool | JobFailed | None = None
-        self._thread = threading.Thread(target=self._run, args=(payload, lost), daemon=True)
-        self._thread.start()
-
-    def _run(self, payload: dict[str, Any], lost: threading.Event) -> None:
-        try:
-            self.outcome = run_handler(payload, lost)
-        except JobFailed as exc:
-            self.outcome = exc
-
-    def running(self, wait_s: float) -> bool:
-        self._thread.join(wait_s)
-        return self._thread.is_alive()
 
 
 def touch(client: Any, job: greenstalk.Job[str]) -> bool:
@@ -53,14 +35,17 @@ def touch(client: Any, job: greenstalk.Job[str]) -> bool:
         return False
 
 
-def process(client: Any, cfg: WorkerSettings, job: greenstalk.Job[str]) -> None:
+def process(client: Any, session: str, cfg: WorkerSettings, job: greenstalk.Job[str]) -> None:
+    """Work on one reservation; greenstalk.NotFoundError when the reservation ends under a command."""
     data = json.loads(job.body)
     name, payload = data["id"], data["payload"]
     reserves = int(client.stats_job(job)["reserves"])
-    token = f"{job.id}:{reserves}"  # one reservation: the job's id and how many times it was reserved
+    # One reservation: this connection, the job's id and its reserve count (not unique alone: a binlog
+    # does not record reserves, so a restarted server may count them again).
+    token = f"{session}:{job.id}:{reserves}"
     probe.send("claim", name, token=token, attempt=reserves)
     lost = threading.Event()
-    handler = Handler(payload, lost)
+    handler = HandlerThread(payload, lost)
     while handler.running(cfg.heartbeat_s):
         held = touch(client, job)
         probe.heartbeat(name, token, held)
@@ -94,11 +79,11 @@ def main() -> None:
     cfg = settings()
     stop = stop_flag()
     log(f"started with {cfg.params}")
-    client = None
+    client, session = None, ""
     while not stop.is_set():
         try:
             if client is None:
-                client = connect()
+                client, session = connect(), uuid.uuid4().hex[:8]
             job = client.reserve(timeout=RESERVE_S)
         except greenstalk.TimedOutError:
             continue
@@ -110,7 +95,9 @@ def main() -> None:
             stop.wait(0.2)
             continue
         try:
-            process(client, cfg, job)
+            process(client, session, cfg, job)
+        except greenstalk.NotFoundError:
+            log(f"job {job.id}: the reservation ended under a command (its TTR expired)")
         except TRANSIENT as exc:
             log(f"lost the connection while working on job {job.id}: {exc!r}")
             client.close()

@@ -72,13 +72,15 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{job}", daemon=True)
 
     def beat(self) -> bool:
-        try:
-            rows, _ = self.db.run(EXTEND[self.cfg.param("extend")],
-                                  {"job": self.job, "token": self.token, "lease": self.cfg.lease_s})
-            ok = rows == 1
-        except TRANSIENT as exc:
-            log(f"heartbeat for {self.job} failed: {exc!r}")
-            ok = False
+        ok = False
+        for _ in range(2):  # a connection a server restart broke fails once; a fresh one answers
+            try:
+                rows, _ = self.db.run(EXTEND[self.cfg.param("extend")],
+                                      {"job": self.job, "token": self.token, "lease": self.cfg.lease_s})
+                ok = rows == 1
+                break
+            except TRANSIENT as exc:
+                log(f"heartbeat for {self.job} failed: {exc!r}")
         probe.heartbeat(self.job, self.token, ok)
         if not ok:
             self.lost.set()

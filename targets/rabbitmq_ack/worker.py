@@ -20,29 +20,11 @@ import pika
 import pika.exceptions
 
 from chaos import probe
-from chaos.worker import JobFailed, WorkerSettings, log, run_handler, settings, stop_flag
+from chaos.worker import HandlerThread, JobFailed, WorkerSettings, log, settings, stop_flag
 from chaos.worker.rabbitmq import ATTEMPTS, DEAD, QUEUE, TRANSIENT, parameters, parse, persistent
 
 IO_SLICE_S = 0.05
 IDLE_S = 0.2
-
-
-class Handler:
-    """The job's handler on its own thread: finished (True), cancelled (False) or failed (JobFailed)."""
-
-    def __init__(self, payload: dict[str, Any], lost: threading.Event) -> None:
-        self.outcome: bool | JobFailed | None = None
-        self._thread = threading.Thread(target=self._run, args=(payload, lost), daemon=True)
-        self._thread.start()
-
-    def _run(self, payload: dict[str, Any], lost: threading.Event) -> None:
-        try:
-            self.outcome = run_handler(payload, lost)
-        except JobFailed as exc:
-            self.outcome = exc
-
-    def running(self) -> bool:
-        return self._thread.is_alive()
 
 
 def acknowledge(connection: Any, channel: Any, tag: int) -> bool | None:
@@ -73,7 +55,7 @@ def work(connection: Any, channel: Any, cfg: WorkerSettings, session: str,
     token = f"{session}:{method.delivery_tag}"  # a delivery: this connection's session and its delivery tag
     probe.send("claim", job, token=token, attempt=attempts + 1)
     lost = threading.Event()
-    handler = Handler(payload, lost)
+    handler = HandlerThread(payload, lost)
     try:
         while handler.running():
             connection.sleep(IO_SLICE_S)  # the I/O loop: heartbeats go out, a close comes in

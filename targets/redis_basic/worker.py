@@ -14,6 +14,16 @@ from chaos import probe
 from chaos.worker import JobFailed, log, run_handler, serve_jobs, settings, stop_flag
 from chaos.worker.redis import BLOCK_S, TRANSIENT, connect, keys, parse, settle
 
+# KEYS: attempts, dead set, queue; ARGV: entry, job, max_attempts. One script: a retry after a lost reply
+# may count a failure twice, never half-apply one.
+FAIL = """
+if redis.call('HINCRBY', KEYS[1], ARGV[2], 1) >= tonumber(ARGV[3]) then
+  redis.call('SADD', KEYS[2], ARGV[2])
+  return 1
+end
+redis.call('RPUSH', KEYS[3], ARGV[1])
+return 0"""
+
 
 def main() -> None:
     cfg = settings()
@@ -26,14 +36,11 @@ def main() -> None:
         popped = client.blpop([k.queue], timeout=BLOCK_S)
         return None if popped is None else str(popped[1])
 
-    def fail(raw: str, job: str) -> None:
-        with client.pipeline(transaction=True) as pipe:
-            pipe.hincrby(k.attempts, job, 1)
-            failures = int(pipe.execute()[0])
-        if failures >= max_attempts:
-            client.sadd(k.dead, job)
-        else:
-            client.rpush(k.queue, raw)
+    fail = client.register_script(FAIL)
+
+    def done(job: str, token: str) -> bool:
+        client.hset(k.done, job, token)
+        return True
 
     def process(raw: str) -> None:
         job, payload = parse(raw)
@@ -43,11 +50,11 @@ def main() -> None:
             run_handler(payload)
         except JobFailed as exc:
             probe.abandon(job, token, reason="handler failed")
-            settle(lambda: fail(raw, job), stop)
+            settle(lambda: fail(keys=[k.attempts, k.dead, k.queue], args=[raw, job, max_attempts]), stop)
             log(f"{job} failed ({exc})")
             return
         probe.effect(job, token)
-        probe.ack(job, token, settle(lambda: client.hset(k.done, job, token) is not None, stop))
+        probe.ack(job, token, settle(lambda: done(job, token), stop))
 
     serve_jobs(stop, claim, process, TRANSIENT)
 

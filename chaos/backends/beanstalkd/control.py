@@ -19,14 +19,14 @@ STATES = {"ready": "pending", "delayed": "pending", "reserved": "claimed", "buri
 class BeanstalkdQueueControl:
     def __init__(self, backend: Backend, params: dict[str, str], contract: Contract) -> None:
         self.url = backend.endpoint.url
-        self.tube = str(backend.namespace)
+        self.tube = backend.namespace
         self.params = params
         self.contract = contract
         self.ids: dict[str, int] = {}  # suite job -> beanstalkd job id
         self._client: greenstalk.Client[str] | None = None
 
     def client(self) -> greenstalk.Client[str]:
-        """One connection, reopened after the server restarted under it."""
+        """One connection (the snapshot opens a fresh one: the server may have restarted under it)."""
         if self._client is None:
             self._client = connect(self.url, self.tube)
         return self._client

@@ -1,10 +1,11 @@
 """Control side of the RabbitMQ targets: the durable queues, enqueue with publisher confirms, each
 worker's connection settings, and the final snapshot, read from the queues themselves.
 
-A broker does not report a message's state, and an acknowledged message is gone: the snapshot runs after
-every worker stopped (their unacknowledged deliveries requeued), fetches every message of both queues
-without acknowledging them, and puts them back by closing its channel. A job in the queue is pending, in
-the dead queue dead, and in neither absent (acknowledged, or lost).
+A broker does not report a message's state, and an acknowledged message is gone: the snapshot fetches
+every message of both queues without acknowledging them, and puts them back by closing its channel. A
+job in the queue is pending, in the dead queue dead, and in neither absent (acknowledged, out for
+delivery, or lost): hence `shows_deliveries = False`. The final snapshot runs after every worker
+stopped, when every unacknowledged delivery has been requeued.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ straight to the backend."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import redis
 
@@ -13,6 +14,17 @@ from chaos.backends.base import Backend, Endpoint
 from chaos.contract import Contract
 from chaos.target import Job, JobState
 from chaos.worker.redis import Keys, entry
+
+# Everything the snapshot reads, in one atomic script: a reconciler moving a job between two reads
+# would otherwise hide it from both. KEYS: attempts, done, dead, queue; ARGV: the processing lists' pattern.
+READ_ALL = """
+local lists = {}
+for _, key in ipairs(redis.call('KEYS', ARGV[1])) do
+  lists[#lists + 1] = key
+  lists[#lists + 1] = redis.call('LRANGE', key, 0, -1)
+end
+return {redis.call('HGETALL', KEYS[1]), redis.call('HKEYS', KEYS[2]), redis.call('SMEMBERS', KEYS[3]),
+        redis.call('LRANGE', KEYS[4], 0, -1), lists}"""
 
 
 class RedisQueueControl:
@@ -23,6 +35,7 @@ class RedisQueueControl:
         self.contract = contract
         self.client: redis.Redis = redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5,
                                            retry_on_timeout=False, decode_responses=True)
+        self.read_all = self.client.register_script(READ_ALL)
 
     def setup(self) -> None:
         """The queue is a list: nothing to create."""
@@ -35,20 +48,24 @@ class RedisQueueControl:
         return {events.ENV_BACKEND_URL: endpoint.url, events.ENV_NAMESPACE: self.keys.prefix}
 
     def snapshot(self) -> list[JobState]:
-        """Where each job is: a processing list (claimed, by that list's worker), the queue (pending), the
-        dead set, the done set; a job in none of them is absent (popped and gone)."""
-        attempts = {job: int(count) for job, count in self.client.hgetall(self.keys.attempts).items()}
+        """Where each job is, read atomically: a processing list (claimed, by that list's worker), the queue
+        (pending), the dead set, the done hash; a job in none of them is absent (popped and gone)."""
+        keys = self.keys
+        reply: list[Any] = self.read_all(keys=[keys.attempts, keys.done, keys.dead, keys.queue],
+                                         args=[keys.processing("*")])
+        flat_attempts, done, dead, queue, lists = reply
+        attempts = {str(flat_attempts[i]): int(flat_attempts[i + 1]) for i in range(0, len(flat_attempts), 2)}
         found: dict[str, JobState] = {}
-        for job in map(str, self.client.hkeys(self.keys.done)):
+        for job in map(str, done):
             found[job] = JobState(job, "done", attempts=attempts.get(job))
-        for job in map(str, self.client.smembers(self.keys.dead)):
+        for job in map(str, dead):
             found[job] = JobState(job, "dead", attempts=attempts.get(job))
-        for raw in self.client.lrange(self.keys.queue, 0, -1):
+        for raw in queue:
             job = json.loads(raw)["id"]
             found[job] = JobState(job, "pending", attempts=attempts.get(job))
-        for key in self.client.scan_iter(match=self.keys.processing("*"), count=1000):
-            owner = key[len(self.keys.processing("")):].rpartition(":")[0]
-            for raw in self.client.lrange(key, 0, -1):
+        for key, entries in zip(lists[::2], lists[1::2], strict=True):
+            owner = str(key)[len(keys.processing("")):].rpartition(":")[0]
+            for raw in entries:
                 job = json.loads(raw)["id"]
                 found[job] = JobState(job, "claimed", owner, attempts.get(job))
         return sorted(found.values(), key=lambda state: state.job)

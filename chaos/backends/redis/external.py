@@ -26,7 +26,7 @@ class ExternalRedis(ExternalServer):
         return redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
 
     def create_namespace(self) -> None:
-        """A prefix needs no creation: check the server answers, and that no key of the run exists yet."""
+        """A prefix needs no creation: check the server answers."""
         try:
             with self.client() as client:
                 client.ping()

@@ -42,7 +42,7 @@ class LocalRedis(LocalServer):
                 "--logfile", "", *PERSISTENCE[self.persistence]]
 
     def ready(self) -> bool:
-        client = redis.Redis(host=HOST, port=self.port, socket_timeout=2, socket_connect_timeout=2)
+        client = redis.Redis.from_url(self.url_at(HOST, self.port), socket_timeout=2, socket_connect_timeout=2)
         try:
             return bool(client.ping())
         except redis.RedisError:  # refused, or still LOADING its append-only file
