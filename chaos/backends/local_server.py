@@ -36,7 +36,8 @@ PORT_ATTEMPTS = 5
 STOP_GRACE_S = 10.0
 LOG_TAIL_LINES = 15
 _IN_USE = ("in use", "eaddrinuse", "address already", "could not bind")
-_LIVE: set[LocalServer] = set()
+# Strong references: a server dropped without close() must still be stopped at exit (PostgreSQL's too).
+LIVE: set[Backend] = set()
 
 
 def free_port() -> int:
@@ -73,7 +74,7 @@ def server_processes(marker: str, data_dir: Path) -> list[psutil.Process]:
 
 def _close_live_servers() -> None:
     """Last resort on interpreter exit: never leave a server of ours running (SIGKILL of us excepted)."""
-    for server in list(_LIVE):
+    for server in list(LIVE):
         with contextlib.suppress(Exception):
             server.close()
 
@@ -174,7 +175,7 @@ class LocalServer(Backend):
             raise ConfigError(f"Expected no {self.name} data directory at {self.data_dir} (each run creates its "
                               "own), but one exists, maybe from an earlier run. Use a fresh run directory.")
         began = time.monotonic()
-        _LIVE.add(self)
+        LIVE.add(self)
         try:
             self.data_dir.mkdir(parents=True)
             self._launch_retrying(fresh_ports=True)
@@ -184,7 +185,7 @@ class LocalServer(Backend):
                                             marker=self.marker, **self.describe()))
         except BaseException:
             self._started = False
-            _LIVE.discard(self)
+            LIVE.discard(self)
             self._teardown(emit=False)
             raise
         return self
@@ -215,7 +216,7 @@ class LocalServer(Backend):
         if self._closed:
             return
         self._closed = True
-        _LIVE.discard(self)
+        LIVE.discard(self)
         self._teardown(emit=self._started)
 
     @classmethod

@@ -3,13 +3,11 @@ else on the machine, and the nemesis may restart or kill it."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +21,7 @@ from psycopg.conninfo import make_conninfo
 
 from chaos import events
 from chaos.backends.base import KILL, RESTART, BackendSettings, EventSink
+from chaos.backends.local_server import LIVE, free_port
 from chaos.backends.postgres.base import PostgresBackend
 from chaos.backends.postgres.binaries import PgBinaries, find_binaries
 from chaos.backends.postgres.cluster import DATABASE, SUPERUSER, InitMethod, create_cluster
@@ -60,20 +59,6 @@ SERVER_SETTINGS: dict[str, str] = {
     "logging_collector": "off",
 }
 _PORT_IN_USE = ("Address already in use", "could not bind IPv4", "could not create any TCP/IP sockets")
-
-# Strong references: a backend dropped without close() must still be stopped at exit.
-_LIVE: set[LocalPostgres] = set()
-
-
-def _close_live_servers() -> None:
-    """Last resort on interpreter exit: never leave a server of ours running (SIGKILL of us excepted)."""
-    for backend in list(_LIVE):
-        with contextlib.suppress(Exception):
-            backend.close()
-
-
-atexit.register(_close_live_servers)
-
 
 class _PortInUse(Exception):
     """The server could not bind its port: pick another (first start) or wait (restart)."""
@@ -149,14 +134,14 @@ class LocalPostgres(PostgresBackend):
         if self._started:
             return self
         began = time.monotonic()
-        _LIVE.add(self)
+        LIVE.add(self)
         try:
             self._bins = find_binaries()
             self._run_as = resolve_run_as()
             self._prepare_dirs(self._run_as)
             self._owns_pgdata = True
             self.init_method = create_cluster(self._bins, self._run_as, self.pgdata)
-            self._launch_retrying(_free_port, 0.0, f"PostgreSQL could not bind a free port in {PORT_ATTEMPTS} "
+            self._launch_retrying(free_port, 0.0, f"PostgreSQL could not bind a free port in {PORT_ATTEMPTS} "
                                   "attempts; last log")
             self.dsn = _conninfo(DATABASE, self.port)
             self._started = True
@@ -166,7 +151,7 @@ class LocalPostgres(PostgresBackend):
         except BaseException:
             # Nothing half-started survives a failed start (or a failing on_event): __exit__ never runs then.
             self._started = False
-            _LIVE.discard(self)
+            LIVE.discard(self)
             self._teardown(emit=False)
             raise
         return self
@@ -204,7 +189,7 @@ class LocalPostgres(PostgresBackend):
         if self._closed:
             return
         self._closed = True
-        _LIVE.discard(self)
+        LIVE.discard(self)
         self._teardown(emit=self._started)
 
     # -- internals ---------------------------------------------------------------------------------
@@ -353,12 +338,6 @@ class LocalPostgres(PostgresBackend):
                     raise HarnessError(f"could not delete PostgreSQL data directory {self.pgdata}: {exc}") from exc
             if self._private_root is not None:
                 shutil.rmtree(self._private_root, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 def _conninfo(dbname: str, port: int) -> str:
