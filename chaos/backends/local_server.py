@@ -48,8 +48,7 @@ def free_port() -> int:
 
 def require_binary(name: str, package: str, what: str) -> str:
     """The binary's path on PATH, or a one-paragraph error naming the Debian package that has it."""
-    found = shutil.which(name) or next((str(Path(d) / name) for d in ("/usr/sbin", "/usr/lib/rabbitmq/bin")
-                                        if (Path(d) / name).is_file()), None)
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin")
     if found is None:
         raise ConfigError(f"The local {what} provider starts its own server with `{name}`, which is not on PATH. "
                           f"Install it (Debian: apt-get install {package}, or run ci/setup.sh), or point the run at "
@@ -146,6 +145,15 @@ class LocalServer(Backend):
     def describe(self) -> dict[str, Any]:
         """What backend.start records beyond pid, ports and directories (its settings)."""
         return {}
+
+    def option(self, key: str, default: str, allowed: tuple[str, ...]) -> str:
+        """A server setting from the target's parameters, one of `allowed` (a target.toml without [choices]
+        for it may pass anything)."""
+        value = self.options.get(key, default)
+        if value not in allowed:
+            raise ConfigError(f"{self.name} {key} {value!r} is not one of {', '.join(allowed)}. Fix the target's "
+                              f"{key} parameter (-p {key}=...).")
+        return value
 
     # -- Backend -----------------------------------------------------------------------------------------
 

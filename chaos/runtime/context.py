@@ -247,16 +247,3 @@ def _acked(ledger: list[Event]) -> set[str]:
     """The jobs some execution acked with the queue's acceptance."""
     return {e.job for e in ledger if e.kind == events.PROBE_ACK and e.data.get("ok") is True and e.job is not None}
 
-
-def open_executions(ledger: list[Event], opened_by: str) -> set[tuple[str | None, object]]:
-    """(job, token) of every execution that reported `opened_by` (its claim, or its effect) and has not
-    yet acked, abandoned or exited."""
-    open_: dict[tuple[str | None, object], str | None] = {}
-    for event in ledger:
-        if event.kind == opened_by:
-            open_[(event.job, event.data.get("token"))] = event.worker
-        elif event.kind in (events.PROBE_ACK, events.PROBE_ABANDON):
-            open_.pop((event.job, event.data.get("token")), None)
-        elif event.kind == events.PROCESS_EXIT and open_:
-            open_ = {key: worker for key, worker in open_.items() if worker != event.worker}
-    return set(open_)

@@ -29,11 +29,12 @@ from chaos.check.checker import judge
 from chaos.check.verdict import Verdict
 from chaos.discovery import bundled
 from chaos.errors import ChaosError, ConfigError, NotExercised, ScenarioError
+from chaos.events import Event
 from chaos.faults import KINDS
 from chaos.ledger import Ledger, read_events
 from chaos.reports import write_reports
 from chaos.runtime.cleanup import clean_killed_runs
-from chaos.runtime.context import ScenarioContext, open_executions
+from chaos.runtime.context import ScenarioContext
 from chaos.runtime.deadline import deadline, default_deadline_s
 from chaos.runtime.environment import Environment
 from chaos.runtime.launcher import Launcher
@@ -110,6 +111,19 @@ def check_faults(scenario: Scenario, chosen: Provider) -> None:
         preflight = KINDS[kind].preflight
         if preflight is not None:
             preflight()
+
+
+def _effecting_executions(ledger: list[Event]) -> set[tuple[str | None, object]]:
+    """(job, token) of every execution that made an effect and has not yet acked, abandoned or exited."""
+    open_: dict[tuple[str | None, object], str | None] = {}
+    for event in ledger:
+        if event.kind == events.PROBE_EFFECT:
+            open_[(event.job, event.data.get("token"))] = event.worker
+        elif event.kind in (events.PROBE_ACK, events.PROBE_ABANDON):
+            open_.pop((event.job, event.data.get("token")), None)
+        elif event.kind == events.PROCESS_EXIT and open_:
+            open_ = {key: worker for key, worker in open_.items() if worker != event.worker}
+    return set(open_)
 
 
 def _settled(read: Callable[[], T], within_s: float) -> T:
@@ -231,7 +245,7 @@ class Run:
         workers are stopped: a queue's batched acknowledgements must not be lost with its worker."""
         deadline_at = time.monotonic() + timeout
         ends = (events.PROBE_ACK, events.PROBE_ABANDON, events.PROCESS_EXIT)
-        while (recorded := self.ledger.events()) and open_executions(recorded, events.PROBE_EFFECT):
+        while (recorded := self.ledger.events()) and _effecting_executions(recorded):
             remaining = deadline_at - time.monotonic()
             if remaining <= 0 or self.ledger.wait_for(lambda e: e.kind in ends, remaining,
                                                       after=recorded[-1].seq) is None:

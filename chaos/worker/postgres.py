@@ -15,10 +15,9 @@ from typing import Any, TypeVar
 import psycopg
 
 from chaos import events
-from chaos.worker.settings import WorkerSettings, log, retrying, serve_jobs
+from chaos.worker.settings import WorkerSettings, serve_jobs, settled
 
 TRANSIENT = (psycopg.OperationalError,)
-SETTLE_TIMEOUT_S = 10.0
 T = TypeVar("T")
 
 
@@ -62,17 +61,10 @@ class Db:
 
 
 def settle(db: Db, sql: str, args: dict[str, Any], stop: threading.Event) -> bool:
-    """Run a completing statement through transient errors; true when it changed exactly one row.
-
-    When the queue stays unreachable the job is left to the queue's own recovery rule: never report
-    a completion that did not commit.
-    """
-    try:
-        rows, _ = retrying(lambda: db.run(sql, args), TRANSIENT, stop, timeout=SETTLE_TIMEOUT_S)
-    except TRANSIENT as exc:
-        log(f"{args.get('job')}: could not reach the queue to settle it ({exc!r}); left to its recovery")
-        return False
-    return rows == 1
+    """Run a completing statement through transient errors; true when it changed exactly one row (false
+    also when the queue stayed unreachable)."""
+    done = settled(lambda: db.run(sql, args), TRANSIENT, stop, str(args.get("job")))
+    return done is not None and done[0] == 1
 
 
 def serve(stop: threading.Event, claim: Callable[[], T | None], process: Callable[[T], None],

@@ -13,12 +13,11 @@ from typing import Any
 import redis
 
 from chaos import events
-from chaos.worker.settings import log, retrying
+from chaos.worker.settings import settled
 
 TRANSIENT = (redis.ConnectionError, redis.TimeoutError)  # a restart (LOADING is a ConnectionError) or a cut
 BLOCK_S = 0.5  # how long a blocking pop waits for a job before the loop looks at its stop flag
 SOCKET_TIMEOUT_S = 3.0  # longer than BLOCK_S: a blocking pop's answer may take that long
-SETTLE_TIMEOUT_S = 10.0
 
 
 class Keys:
@@ -67,13 +66,8 @@ def connect() -> Any:
 
 
 def settle(action: Callable[[], Any], stop: threading.Event) -> Any:
-    """Run a completing command through a restart or a short cut; None when the server stayed away
-    (its outcome unknown: the queue's own recovery rule decides)."""
-    try:
-        return retrying(action, TRANSIENT, stop, timeout=SETTLE_TIMEOUT_S)
-    except TRANSIENT as exc:
-        log(f"could not reach Redis to settle a job ({exc!r}); left to its recovery")
-        return None
+    """Run a completing command through a restart or a short cut; None when the server stayed away."""
+    return settled(action, TRANSIENT, stop, "a Redis job")
 
 
 __all__ = ["BLOCK_S", "TRANSIENT", "Keys", "connect", "entry", "keys", "parse", "settle"]

@@ -18,6 +18,7 @@ from chaos import events
 
 T = TypeVar("T")
 POLL_S = 0.05
+SETTLE_TIMEOUT_S = 10.0
 
 
 class JobFailed(Exception):
@@ -112,6 +113,18 @@ def retrying(action: Callable[[], T], transient: tuple[type[BaseException], ...]
             if on_retry is not None:
                 on_retry(exc)
             time.sleep(0.1)
+
+
+def settled(action: Callable[[], T], transient: tuple[type[BaseException], ...], stop: threading.Event,
+            what: str) -> T | None:
+    """Run a completing command through transient errors for SETTLE_TIMEOUT_S; None when the queue stayed
+    unreachable: its outcome is unknown, and the job is left to the queue's own recovery rule (never report
+    a completion that did not commit)."""
+    try:
+        return retrying(action, transient, stop, timeout=SETTLE_TIMEOUT_S)
+    except transient as exc:
+        log(f"{what}: could not reach the queue to settle it ({exc!r}); left to its recovery")
+        return None
 
 
 def log(message: str) -> None:

@@ -32,6 +32,13 @@ def wait_for_event(run_dir_parent: Path, kind: str, timeout: float = 60) -> Path
     raise AssertionError(f"no {kind} event within {timeout}s")
 
 
+def wait_gone(run_dir: Path, timeout: float = 15) -> None:
+    """Give the kernel's parent-death signals time to end what a killed runner started."""
+    deadline = time.monotonic() + timeout
+    while run_processes(run_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 @contextmanager
 def stopped_worker_run(tmp_path: Path, target: str = "pg_naive") -> Iterator[tuple[subprocess.Popen[str], Path]]:
     """A run of stop_past_deadline, handed over once a worker is stopped: pg_naive never takes a job from a
@@ -70,9 +77,7 @@ def test_controller_killed_outright_takes_its_workers_and_server_with_it(tmp_pat
         assert run_processes(run_dir), "the run's workers and server are up"
         proc.kill()
         proc.wait(10)
-    deadline = time.monotonic() + 15
-    while run_processes(run_dir) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_gone(run_dir)
     assert not run_processes(run_dir), "a stopped worker, a running worker or the server outlived the runner"
     report = subprocess.run([sys.executable, "-m", "chaos", "report", str(run_dir)], cwd=REPO,
                             capture_output=True, text=True, check=False)
@@ -122,9 +127,7 @@ def test_runner_killed_outright_takes_a_rabbitmq_node_and_its_epmd_with_it(tmp_p
         assert {p.name() for p in run_processes(run_dir)} >= {"beam.smp", "epmd"}
         proc.kill()
         proc.wait(10)
-    deadline = time.monotonic() + 15
-    while run_processes(run_dir) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_gone(run_dir)
     assert not run_processes(run_dir), "the node, its epmd or a worker outlived the runner"
     started = next(e for e in read_events(run_dir / "ledger.sqlite") if e.kind == "backend.start")
     data_dir = Path(started.data["data_dir"])

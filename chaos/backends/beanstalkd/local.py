@@ -7,7 +7,6 @@ import socket
 from typing import Any, ClassVar
 
 from chaos.backends.local_server import HOST, LocalServer, require_binary
-from chaos.errors import ConfigError
 from chaos.worker.beanstalkd import tube_for
 
 
@@ -19,11 +18,7 @@ class LocalBeanstalkd(LocalServer):
 
     @property
     def binlog(self) -> bool:
-        value = self.options.get("binlog", "off")
-        if value not in ("on", "off"):
-            raise ConfigError(f"beanstalkd binlog {value!r} is not on or off. Fix the target's binlog parameter "
-                              "(-p binlog=on|off).")
-        return value == "on"
+        return self.option("binlog", "off", ("on", "off")) == "on"
 
     def argv(self) -> list[str]:
         argv = [require_binary("beanstalkd", "beanstalkd", "beanstalkd"), "-l", HOST, "-p", str(self.port)]

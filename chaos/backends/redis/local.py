@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 import redis
 
 from chaos.backends.local_server import HOST, LocalServer, require_binary
-from chaos.errors import ConfigError
 
 PERSISTENCE = {  # the parameter's values, as redis-server options
     "none": ["--appendonly", "no"],
@@ -30,11 +29,7 @@ class LocalRedis(LocalServer):
 
     @property
     def persistence(self) -> str:
-        value = self.options.get("persistence", "none")
-        if value not in PERSISTENCE:
-            raise ConfigError(f"Redis persistence {value!r} is not one of {', '.join(PERSISTENCE)}. Fix the "
-                              "target's persistence parameter (-p persistence=...).")
-        return value
+        return self.option("persistence", "none", tuple(PERSISTENCE))
 
     def argv(self) -> list[str]:
         return [require_binary("redis-server", "redis-server", "Redis"), "--port", str(self.port), "--bind", HOST,
