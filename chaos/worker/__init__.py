@@ -11,6 +11,7 @@ from chaos.worker.settings import (
     JobFailed,
     WorkerSettings,
     log,
+    pause,
     retrying,
     run_handler,
     serve_jobs,
@@ -18,5 +19,5 @@ from chaos.worker.settings import (
     stop_flag,
 )
 
-__all__ = ["POLL_S", "HandlerThread", "JobFailed", "WorkerSettings", "log", "retrying", "run_handler", "serve_jobs",
-           "settings", "stop_flag"]
+__all__ = ["POLL_S", "HandlerThread", "JobFailed", "WorkerSettings", "log", "pause", "retrying", "run_handler",
+           "serve_jobs", "settings", "stop_flag"]

@@ -64,15 +64,18 @@ def stop_flag() -> threading.Event:
     return stop
 
 
+def pause(seconds: float, cancel: threading.Event | None = None) -> bool:
+    """Sleep, waking early when cancelled (True then). Never time.sleep: under a clock fault's libfaketime
+    (0.9.10, with an unfaked monotonic clock) Python 3.11's time.sleep fails with EINVAL, since its
+    absolute-deadline clock_nanosleep is shifted into the past; an event's timed wait is not."""
+    return (cancel if cancel is not None else threading.Event()).wait(seconds)
+
+
 def run_handler(payload: dict[str, Any], cancel: threading.Event | None = None) -> bool:
     """Do the job's work: sleep its handler time (waking early when cancelled). False when cancelled."""
     duration = float(payload.get("handler_s") or 0.0)
-    if duration > 0:
-        if cancel is not None:
-            if cancel.wait(duration):
-                return False
-        else:
-            time.sleep(duration)
+    if duration > 0 and pause(duration, cancel):
+        return False
     if payload.get("fail"):
         raise JobFailed("poison job: its handler fails every time")
     return not (cancel is not None and cancel.is_set())
@@ -112,7 +115,7 @@ def retrying(action: Callable[[], T], transient: tuple[type[BaseException], ...]
             log(f"transient error, retrying: {exc!r}")
             if on_retry is not None:
                 on_retry(exc)
-            time.sleep(0.1)
+            pause(0.1, stop)
 
 
 def settled(action: Callable[[], T], transient: tuple[type[BaseException], ...], stop: threading.Event,

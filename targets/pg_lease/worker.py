@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import datetime
 import threading
-import time
 import uuid
 from typing import Any
 
 from chaos import probe
-from chaos.worker import JobFailed, WorkerSettings, log, retrying, run_handler, settings, stop_flag
+from chaos.worker import JobFailed, WorkerSettings, log, pause, retrying, run_handler, settings, stop_flag
 from chaos.worker.postgres import TRANSIENT, Db, serve
 
 CLAIMABLE = """
@@ -167,7 +166,7 @@ def claim(db: LeaseDb) -> tuple[str, dict[str, Any], int, str] | None:
         _, found = db.run(CLAIMABLE + " LIMIT 1", args)
         if not found:
             return None
-        time.sleep(RACY_WINDOW_S)  # another worker reads the same id meanwhile, and both take it
+        pause(RACY_WINDOW_S)  # another worker reads the same id meanwhile, and both take it
         _, rows = db.run(TAKE.format(which="%(id)s", now="{now}"), dict(args, id=found[0][0]))
     else:
         _, rows = db.run(CLAIM, args)
