@@ -17,7 +17,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ import psutil
 from chaos import events
 from chaos.backends.base import KILL, RESTART, Backend, BackendSettings, Endpoint
 from chaos.errors import ConfigError, HarnessError
-from chaos.procs import die_with_parent, is_alive, kill_tree, wait_dead
+from chaos.procs import die_with_parent, free_port, is_alive, kill_tree, wait_dead
 
 HOST = "127.0.0.1"
 MARKER = events.ENV_SERVER_MARKER  # in every server process's environment: whose it is
@@ -38,12 +37,6 @@ LOG_TAIL_LINES = 15
 _IN_USE = ("in use", "eaddrinuse", "address already", "could not bind")
 # Strong references: a server dropped without close() must still be stopped at exit (PostgreSQL's too).
 LIVE: set[Backend] = set()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 def require_binary(name: str, package: str, what: str) -> str:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.errors import HarnessError
+from chaos.procs import free_port
 from chaos.toxiproxy.client import ToxiproxyControl
 from chaos.toxiproxy.proxy import Journal
 from chaos.toxiproxy.server import EmbeddedToxiproxy
@@ -58,7 +58,7 @@ def start_toxiproxy(log_dir: Path, journal: Journal) -> ToxiproxyServer:
 
 
 def _start_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
-    port = _free_port()
+    port = free_port()
     log = open(log_dir / "toxiproxy.log", "ab")  # noqa: SIM115 - the server writes to it until it stops
     process = subprocess.Popen([binary, "-host", "127.0.0.1", "-port", str(port)], stdout=log, stderr=log,
                                stdin=subprocess.DEVNULL, start_new_session=True)
@@ -74,9 +74,3 @@ def _start_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
     server.close()
     raise HarnessError(f"{binary} did not answer on port {port} within {START_TIMEOUT_S:.0f}s; see "
                        f"{log_dir / 'toxiproxy.log'}")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

@@ -21,7 +21,7 @@ from psycopg.conninfo import make_conninfo
 
 from chaos import events
 from chaos.backends.base import KILL, RESTART, BackendSettings, EventSink
-from chaos.backends.local_server import LIVE, free_port
+from chaos.backends.local_server import LIVE
 from chaos.backends.postgres.base import PostgresBackend
 from chaos.backends.postgres.binaries import PgBinaries, find_binaries
 from chaos.backends.postgres.cluster import DATABASE, SUPERUSER, InitMethod, create_cluster
@@ -39,7 +39,7 @@ from chaos.backends.postgres.process import (
 from chaos.backends.postgres.user import RunAs, can_traverse, resolve_run_as, server_env, tail
 from chaos.errors import ConfigError, HarnessError
 from chaos.events import Record
-from chaos.procs import die_with_parent
+from chaos.procs import die_with_parent, free_port
 
 HOST = "127.0.0.1"
 PRIVATE_ROOT_PREFIX = "queue-chaos-pgdata-"  # where pgdata goes when the server user cannot reach the run dir
