@@ -1,5 +1,4 @@
-"""Process utilities below the runtime, the backends and the proxies: a free port to start a server on,
-and ending processes for sure, and knowing it.
+"""Process utilities below the runtime and the backends: ending processes for sure, and knowing it.
 
 A killed process lives on for a moment while the kernel tears it down, and loses its command line
 before it becomes a zombie; a check made right after the signal can see it neither gone nor
@@ -13,20 +12,12 @@ import contextlib
 import ctypes
 import os
 import signal
-import socket
 import time
 from collections.abc import Callable, Iterable
 
 import psutil
 
 _PR_SET_PDEATHSIG = 1
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on now (the kernel's pick); a server started on it may still lose a race."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def is_alive(process: psutil.Process) -> bool:

@@ -24,10 +24,10 @@ from typing import Any, ClassVar, Self
 
 import psutil
 
-from chaos import events
+from chaos import events, ports
 from chaos.backends.base import KILL, RESTART, Backend, BackendSettings, Endpoint
 from chaos.errors import ConfigError, HarnessError
-from chaos.procs import die_with_parent, free_port, is_alive, kill_tree, wait_dead
+from chaos.procs import die_with_parent, is_alive, kill_tree, wait_dead
 
 HOST = "127.0.0.1"
 MARKER = events.ENV_SERVER_MARKER  # in every server process's environment: whose it is
@@ -252,7 +252,8 @@ class LocalServer(Backend):
         log = ""
         for attempt in range(PORT_ATTEMPTS):
             if fresh_ports:
-                self.ports = {name: free_port() for name in self.port_names()}
+                ports.release(*self.ports.values())
+                self.ports = {name: ports.reserve() for name in self.port_names()}
             try:
                 self._launch()
                 return
@@ -330,6 +331,7 @@ class LocalServer(Backend):
                 self._emit(events.backend_exit(pid, returncode, "close"))
         finally:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+            ports.release(*self.ports.values())
 
     def _log_since(self, offset: int) -> str:
         try:

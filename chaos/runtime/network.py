@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from chaos import events
+from chaos import events, ports
 from chaos.backends.base import Backend, Endpoint, EventSink
 from chaos.errors import HarnessError
 from chaos.toxiproxy.client import ToxiproxyControl
@@ -63,7 +63,9 @@ class Network:
         if link is None:
             upstream = self.backend.endpoint
             name = self.prefix + worker
-            listen = self.server.control.create(name, f"{upstream.host}:{upstream.port}")
+            # A reserved port: a partition closes the listener, and healing must find its port still free.
+            listen = self.server.control.create(name, f"{upstream.host}:{upstream.port}",
+                                                listen=f"{ports.HOST}:{ports.reserve()}")
             link = self.links[worker] = WorkerLink(self.server.control, name, listen)
         host, port = split_address(link.listen)
         return self.backend.endpoint_at(host, port)
@@ -81,3 +83,4 @@ class Network:
                 self.server.control.delete(link.proxy)
         finally:
             self.server.close()
+            ports.release(*(split_address(link.listen)[1] for link in self.links.values()))

@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from chaos import ports
 from chaos.errors import HarnessError
-from chaos.procs import free_port
 from chaos.toxiproxy.client import ToxiproxyControl
 from chaos.toxiproxy.proxy import Journal
 from chaos.toxiproxy.server import EmbeddedToxiproxy
@@ -31,6 +31,7 @@ class ToxiproxyServer:
     control: ToxiproxyControl
     embedded: EmbeddedToxiproxy | None = None
     process: subprocess.Popen[bytes] | None = None
+    port: int = 0  # the API port reserved for the binary
 
     def close(self) -> None:
         if self.embedded is not None:
@@ -42,6 +43,7 @@ class ToxiproxyServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        ports.release(self.port)
 
 
 def start_toxiproxy(log_dir: Path, journal: Journal) -> ToxiproxyServer:
@@ -58,12 +60,13 @@ def start_toxiproxy(log_dir: Path, journal: Journal) -> ToxiproxyServer:
 
 
 def _start_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
-    port = free_port()
+    port = ports.reserve()
     log = open(log_dir / "toxiproxy.log", "ab")  # noqa: SIM115 - the server writes to it until it stops
     process = subprocess.Popen([binary, "-host", "127.0.0.1", "-port", str(port)], stdout=log, stderr=log,
                                stdin=subprocess.DEVNULL, start_new_session=True)
     log.close()
-    server = ToxiproxyServer("binary", ToxiproxyControl(f"http://127.0.0.1:{port}"), process=process)
+    server = ToxiproxyServer("binary", ToxiproxyControl(f"http://127.0.0.1:{port}"), process=process,
+                             port=port)
     until = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < until and process.poll() is None:
         try:

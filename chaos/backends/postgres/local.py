@@ -19,7 +19,7 @@ import psutil
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from chaos import events
+from chaos import events, ports
 from chaos.backends.base import KILL, RESTART, BackendSettings, EventSink
 from chaos.backends.local_server import LIVE
 from chaos.backends.postgres.base import PostgresBackend
@@ -39,7 +39,7 @@ from chaos.backends.postgres.process import (
 from chaos.backends.postgres.user import RunAs, can_traverse, resolve_run_as, server_env, tail
 from chaos.errors import ConfigError, HarnessError
 from chaos.events import Record
-from chaos.procs import die_with_parent, free_port
+from chaos.procs import die_with_parent
 
 HOST = "127.0.0.1"
 PRIVATE_ROOT_PREFIX = "queue-chaos-pgdata-"  # where pgdata goes when the server user cannot reach the run dir
@@ -89,6 +89,7 @@ class LocalPostgres(PostgresBackend):
         self._port: int | None = None
         self._owns_pgdata = False  # so a failed start never deletes a data dir it did not create
         self._private_root: Path | None = None
+        self._reserved = 0  # the port ports.reserve() gave it (0: none yet)
         self._started = False
         self._closed = False
 
@@ -141,7 +142,7 @@ class LocalPostgres(PostgresBackend):
             self._prepare_dirs(self._run_as)
             self._owns_pgdata = True
             self.init_method = create_cluster(self._bins, self._run_as, self.pgdata)
-            self._launch_retrying(free_port, 0.0, f"PostgreSQL could not bind a free port in {PORT_ATTEMPTS} "
+            self._launch_retrying(self._fresh_port, 0.0, f"PostgreSQL could not bind a free port in {PORT_ATTEMPTS} "
                                   "attempts; last log")
             self.dsn = _conninfo(DATABASE, self.port)
             self._started = True
@@ -233,6 +234,12 @@ class LocalPostgres(PostgresBackend):
                 self._private_root = Path(tempfile.mkdtemp(prefix=PRIVATE_ROOT_PREFIX))
                 self._private_root.chmod(0o755)
                 self.pgdata = self._private_root / "pgdata"
+
+    def _fresh_port(self) -> int:
+        """A newly reserved port, giving back the one a failed first start tried."""
+        ports.release(self._reserved)
+        self._reserved = ports.reserve()
+        return self._reserved
 
     def _launch_retrying(self, port: Callable[[], int], pause_s: float, failure: str) -> None:
         """Launch on port(), up to PORT_ATTEMPTS times while the port is taken, pausing longer each time."""
@@ -338,6 +345,7 @@ class LocalPostgres(PostgresBackend):
                     raise HarnessError(f"could not delete PostgreSQL data directory {self.pgdata}: {exc}") from exc
             if self._private_root is not None:
                 shutil.rmtree(self._private_root, ignore_errors=True)
+            ports.release(self._reserved)
 
 
 def _conninfo(dbname: str, port: int) -> str:
