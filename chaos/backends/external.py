@@ -39,9 +39,7 @@ class ExternalServer(Backend):
     def __init__(self, url: str, run_id: str) -> None:
         self.url = url
         self.parts = urllib.parse.urlsplit(url)
-        if self.parts.scheme not in self.schemes or not self.parts.hostname:
-            raise ConfigError(f"Expected a {self.name} URL like {self.example_url}, but got {mask_password(url)!r}. "
-                              f"Fix --backend-url or {self.env_url}.")
+        self.check_url()
         self.namespace = self.namespace_for(run_id)
         self._started = False
         self._closed = False
@@ -62,6 +60,12 @@ class ExternalServer(Backend):
         return backend
 
     # -- what a server kind says ---------------------------------------------------------------------
+
+    def check_url(self) -> None:
+        """Refuse (ConfigError) a URL this kind cannot use; by default, one of its schemes with a host."""
+        if self.parts.scheme not in self.schemes or not self.parts.hostname:
+            raise ConfigError(f"Expected a {self.name} URL like {self.example_url}, but got "
+                              f"{mask_password(self.url)!r}. Fix --backend-url or {self.env_url}.")
 
     @staticmethod
     def namespace_for(run_id: str) -> str:

@@ -1,8 +1,9 @@
 """What a run whose runner was killed outright (no `finally` ran) or cut short in its cleanup left
-behind: its server's data in the run dir, its schema on the user's server. The next run in the same
-runs dir, or `chaos clean`, finds such runs by their ledgers (no end, or an interrupted one, and the
-runner recorded there no longer alive on this host) and removes what each backend recorded that it
-made, never anything else; the run's ledger then ends with `abandoned`, so it is cleaned once."""
+behind: its server's data in the run dir, its namespace (a schema, key prefix, tube or vhost) on the
+user's server. The next run in the same runs dir, or `chaos clean`, finds such runs by their ledgers (no
+end, or an interrupted one, and the runner recorded there no longer alive on this host) and removes
+what each backend recorded that it made, never anything else; the run's ledger then ends with
+`abandoned`, so it is cleaned once."""
 
 from __future__ import annotations
 

@@ -310,14 +310,17 @@ def test_a_killed_runs_external_schema_is_dropped_and_nothing_else(tmp_path: Pat
     ledger = Ledger(run_dir / "ledger.sqlite")
     ledger.append(events.run_start(target="pg_lease", pid=dead.pid, pid_create_time=0.0, backend="external",
                                    backend_kind="postgres", host=socket.gethostname()))
-    ledger.append(events.backend_start(provider="external", url=mask_password(server.dsn), schema="chaos_killed_run"))
+    ledger.append(events.backend_start(provider="external", url=mask_password(server.dsn),
+                                       namespace="chaos_killed_run"))
     ledger.close()
     unknown = chaos("clean", "--runs-dir", str(tmp_path / "runs"), runs_dir=tmp_path,
                     env={"CHAOS_POSTGRES_URL": ""})
-    assert unknown.code == 1 and "its schema chaos_killed_run may be left" in unknown.stdout, unknown.stdout
+    assert unknown.code == 1, unknown.stdout
+    assert "its PostgreSQL namespace chaos_killed_run may be left" in unknown.stdout, unknown.stdout
     assert read_events(run_dir / "ledger.sqlite")[-1].kind == "backend.start", "not marked: it can be cleaned later"
     result = chaos("clean", "--runs-dir", str(tmp_path / "runs"), "--backend-url", server.dsn, runs_dir=tmp_path)
-    assert result.code == 0 and "dropped its schema chaos_killed_run" in result.stdout, result.stdout + result.stderr
+    assert result.code == 0, result.stdout + result.stderr
+    assert "removed its PostgreSQL namespace chaos_killed_run" in result.stdout, result.stdout
     with psycopg.connect(server.dsn) as conn:
         schemas = {row[0] for row in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'chaos_%'")}
     assert schemas == {"chaos_someone_elses"}

@@ -255,7 +255,7 @@ def test_run_dir_the_server_user_cannot_reach(run_dir: Path) -> None:
 def test_external_creates_and_drops_its_schema(local: LocalPostgres) -> None:
     external = open_postgres("external", local.dsn, "Run 42/α")
     assert isinstance(external, pg_external.ExternalPostgres)
-    schema = external.schema
+    schema = external.namespace
     assert schema == "chaos_run_42"
     with psycopg.connect(external.dsn, autocommit=True) as conn:
         assert conn.execute("show search_path").fetchone() == (schema,)
