@@ -59,9 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="show the targets and scenarios found")
     clean = sub.add_parser("clean", help="remove what runs whose runner was killed left behind (server data, "
-                                         "an external schema)")
+                                         "a namespace on an external server)")
     clean.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
-    clean.add_argument("--backend-url", default=None, help="your server, to drop a killed run's schema there")
+    clean.add_argument("--backend-url", default=None, help="your server, to remove a killed run's namespace there")
     toxiproxy = sub.add_parser("toxiproxy", help="the embedded Toxiproxy-compatible server")
     toxiproxy_sub = toxiproxy.add_subparsers(dest="toxiproxy_command", required=True)
     serve = toxiproxy_sub.add_parser("serve", help="serve the Toxiproxy HTTP API in the foreground until Ctrl-C")

@@ -199,7 +199,7 @@ def process_exit(name: str, pid: int, role: str, returncode: int, signal: str | 
 
 
 def backend_start(**data: Any) -> Record:
-    """provider and where it runs (pid, port, url, schema...)."""
+    """provider and where it runs (pid, port, url, the run's namespace on an external server...)."""
     return Record(BACKEND_START, BACKEND, None, None, data)
 
 

@@ -5,12 +5,13 @@ clients know. A port the kernel picked (bind to port 0) lies in its ephemeral ra
 hands to outgoing connections, so any connection made while the listener was down (a worker
 reconnecting, a probe) could take it, and the restart failed with the port in use. So ports come from
 outside the ephemeral range, and every port a process of the suite holds is locked, one byte per port
-in one lock file, so that two runs side by side (test processes, users' CI jobs) never pick the same
-one. The kernel drops a process's locks when it exits, however it exits.
+in one lock file in the temp dir, so that two runs side by side (test processes, users' CI jobs) never
+pick the same one. The kernel drops a process's locks when it exits, however it exits.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import random
@@ -35,7 +36,7 @@ _pick = random.Random()
 
 def reserve(host: str = HOST) -> int:
     """A port free on host now, locked for this process until release(): no other process of the suite
-    picks it, and the kernel never hands it to an outgoing connection."""
+    picks it, and (outside the ephemeral range) the kernel never hands it to an outgoing connection."""
     with _mutex:
         pool = _pool()
         for _ in range(ATTEMPTS):
@@ -74,8 +75,10 @@ def _pool() -> range:
 def _lock(port: int) -> bool:
     try:
         fcntl.lockf(_lock_file(), fcntl.LOCK_EX | fcntl.LOCK_NB, 1, port)
-    except OSError:
-        return False  # another process of the suite holds it
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            return False  # another process of the suite holds it
+        raise HarnessError(f"could not lock port {port} in {_lock_path()}: {exc}") from exc
     return True
 
 
@@ -87,9 +90,17 @@ def _lock_file() -> int:
     """One descriptor for the process's life: closing any descriptor of the file drops all its locks."""
     global _lock_fd
     if _lock_fd is None:
-        path = Path(tempfile.gettempdir()) / f"queue-chaos-ports-{os.getuid()}.lock"
-        _lock_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _lock_fd = os.open(_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise HarnessError(f"could not open the port lock file {_lock_path()}: {exc}; make the temp dir "
+                               "writable (or point TMPDIR at one that is)") from exc
     return _lock_fd
+
+
+def _lock_path() -> Path:
+    """In the temp dir: runs that share it (the same TMPDIR) never share a port."""
+    return Path(tempfile.gettempdir()) / f"queue-chaos-ports-{os.getuid()}.lock"
 
 
 def _bindable(host: str, port: int) -> bool:

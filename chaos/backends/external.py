@@ -1,5 +1,5 @@
 """The external provider's shared half: a server the user names, where each run only gets a fresh
-namespace of its own (a key prefix, a tube, a vhost) and removes it at its end.
+namespace of its own (a schema, a key prefix, a tube, a vhost) and removes it at its end.
 
 The suite does not own that server, so faults that need control of it are unavailable there.
 """
@@ -36,9 +36,10 @@ class ExternalServer(Backend):
     example_url: ClassVar[str] = ""
     schemes: ClassVar[tuple[str, ...]] = ()
 
+    parts: urllib.parse.SplitResult  # the URL's parts, as check_url found them
+
     def __init__(self, url: str, run_id: str) -> None:
         self.url = url
-        self.parts = urllib.parse.urlsplit(url)
         self.check_url()
         self.namespace = self.namespace_for(run_id)
         self._started = False
@@ -63,7 +64,12 @@ class ExternalServer(Backend):
 
     def check_url(self) -> None:
         """Refuse (ConfigError) a URL this kind cannot use; by default, one of its schemes with a host."""
-        if self.parts.scheme not in self.schemes or not self.parts.hostname:
+        try:
+            self.parts = urllib.parse.urlsplit(self.url)
+            usable = self.parts.scheme in self.schemes and bool(self.parts.hostname) and self.parts.port != 0
+        except ValueError:  # a port that is no number, or an unclosed [ of an IPv6 address
+            usable = False
+        if not usable:
             raise ConfigError(f"Expected a {self.name} URL like {self.example_url}, but got "
                               f"{mask_password(self.url)!r}. Fix --backend-url or {self.env_url}.")
 

@@ -22,10 +22,11 @@ from chaos.toxiproxy.proxy import split_address
 class WorkerLink:
     """One worker's proxy, as fault kinds act on it (`chaos.faults.base.NetworkLink`)."""
 
-    def __init__(self, control: ToxiproxyControl, proxy: str, listen: str) -> None:
+    def __init__(self, control: ToxiproxyControl, proxy: str, listen: str, port: int) -> None:
         self.control = control
         self.proxy = proxy
         self.listen = listen
+        self.port = port  # reserved for it (chaos.ports): a heal re-listens on it
 
     def enabled(self, enabled: bool) -> None:
         self.control.enabled(self.proxy, enabled)
@@ -64,9 +65,14 @@ class Network:
             upstream = self.backend.endpoint
             name = self.prefix + worker
             # A reserved port: a partition closes the listener, and healing must find its port still free.
-            listen = self.server.control.create(name, f"{upstream.host}:{upstream.port}",
-                                                listen=f"{ports.HOST}:{ports.reserve()}")
-            link = self.links[worker] = WorkerLink(self.server.control, name, listen)
+            port = ports.reserve()
+            try:
+                listen = self.server.control.create(name, f"{upstream.host}:{upstream.port}",
+                                                    listen=f"{ports.HOST}:{port}")
+            except BaseException:
+                ports.release(port)
+                raise
+            link = self.links[worker] = WorkerLink(self.server.control, name, listen, port)
         host, port = split_address(link.listen)
         return self.backend.endpoint_at(host, port)
 
@@ -82,5 +88,7 @@ class Network:
             for link in self.links.values():
                 self.server.control.delete(link.proxy)
         finally:
-            self.server.close()
-            ports.release(*(split_address(link.listen)[1] for link in self.links.values()))
+            try:
+                self.server.close()
+            finally:
+                ports.release(*(link.port for link in self.links.values()))

@@ -3,6 +3,7 @@ processes of the suite while one holds it, whatever way that process ends."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -25,7 +26,7 @@ TAKER = textwrap.dedent("""
     from chaos import ports
     print(ports._lock(int(sys.argv[1])))
 """)
-ENV = {"PYTHONPATH": str(Path(chaos.__file__).parent.parent)}
+ENV = {**os.environ, "PYTHONPATH": str(Path(chaos.__file__).parent.parent)}
 
 
 def ephemeral() -> range:

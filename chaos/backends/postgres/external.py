@@ -4,7 +4,8 @@ string); the run's tables live in a schema of their own, dropped at the run's en
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
 import psycopg
 from psycopg import sql
@@ -45,6 +46,16 @@ class ExternalPostgres(PostgresBackend, ExternalServer):
                 f"Expected a PostgreSQL URL or conninfo string (e.g. {self.example_url}), but "
                 f"{mask_password(self.url)!r} cannot be parsed: {' '.join(str(exc).split())}. Fix --backend-url "
                 f"or {ENV_POSTGRES_URL}.") from exc
+
+    @classmethod
+    def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
+        """Ledgers written before the schema was the namespace name it `schema`: still cleaned."""
+        namespace = started.get("namespace") or started.get("schema")
+        return super().clean_after_killed_run({**started, "namespace": namespace}, run_dir, url)
+
+    def drop_namespace_quietly(self) -> None:
+        """Nothing to undo after a failed create: the schema is made in one transaction (and a second
+        connect to an unreachable server would only double the wait for the error)."""
 
     def create_namespace(self) -> None:
         """A fresh schema (one transaction: never made halfway), and the dsn whose search_path is it."""

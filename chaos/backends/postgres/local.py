@@ -338,6 +338,7 @@ class LocalPostgres(PostgresBackend):
                 if emit:
                     self._emit(events.backend_exit(proc.pid, returncode, "close"))
         finally:
+            ports.release(self._reserved)
             if self._owns_pgdata and os.path.lexists(self.pgdata):
                 try:
                     shutil.rmtree(self.pgdata)
@@ -345,7 +346,6 @@ class LocalPostgres(PostgresBackend):
                     raise HarnessError(f"could not delete PostgreSQL data directory {self.pgdata}: {exc}") from exc
             if self._private_root is not None:
                 shutil.rmtree(self._private_root, ignore_errors=True)
-            ports.release(self._reserved)
 
 
 def _conninfo(dbname: str, port: int) -> str:
