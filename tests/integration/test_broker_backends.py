@@ -23,6 +23,7 @@ from chaos.backends.rabbitmq.external import ExternalRabbitMQ
 from chaos.backends.rabbitmq.local import LocalRabbitMQ
 from chaos.backends.redis.external import ExternalRedis
 from chaos.backends.redis.local import LocalRedis
+from chaos.errors import ConfigError
 from chaos.events import Record
 from chaos.worker.beanstalkd import connect as beanstalk
 from tests.integration.runner import chaos
@@ -159,3 +160,10 @@ def test_an_external_provider_without_a_url_says_which_variable(tmp_path: Path) 
                    "--runs-dir", str(tmp_path))
     assert result.code == 2 and events.ENV_REDIS_URL in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("url", ["redis://[::1/0", "redis://127.0.0.1:port/0", "http://127.0.0.1:6379/0",
+                                 "redis:///0"])
+def test_a_malformed_external_url_is_a_config_error_that_names_the_variable(url: str) -> None:
+    with pytest.raises(ConfigError, match=f"Expected a Redis URL like .*{events.ENV_REDIS_URL}"):
+        ExternalRedis(url, "run")

@@ -298,7 +298,9 @@ def test_the_run_waits_for_an_execution_that_made_an_effect_to_end(tmp_path: Pat
     assert not [p for p in psutil.Process().children(recursive=True) if "sleep(60)" in " ".join(p.cmdline())]
 
 
-def test_a_killed_runs_external_schema_is_dropped_and_nothing_else(tmp_path: Path, server: LocalPostgres) -> None:
+@pytest.mark.parametrize("key", ["namespace", "schema"])  # schema: ledgers written before it was the namespace
+def test_a_killed_runs_external_schema_is_dropped_and_nothing_else(tmp_path: Path, server: LocalPostgres,
+                                                                    key: str) -> None:
     """A ledger as a runner killed mid-run leaves it: started, the external backend's schema recorded, no end."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -311,7 +313,7 @@ def test_a_killed_runs_external_schema_is_dropped_and_nothing_else(tmp_path: Pat
     ledger.append(events.run_start(target="pg_lease", pid=dead.pid, pid_create_time=0.0, backend="external",
                                    backend_kind="postgres", host=socket.gethostname()))
     ledger.append(events.backend_start(provider="external", url=mask_password(server.dsn),
-                                       namespace="chaos_killed_run"))
+                                       **{key: "chaos_killed_run"}))
     ledger.close()
     unknown = chaos("clean", "--runs-dir", str(tmp_path / "runs"), runs_dir=tmp_path,
                     env={"CHAOS_POSTGRES_URL": ""})
