@@ -21,7 +21,7 @@ import pika.exceptions
 
 from chaos import probe
 from chaos.worker import HandlerThread, JobFailed, WorkerSettings, log, settings, stop_flag
-from chaos.worker.rabbitmq import ATTEMPTS, DEAD, QUEUE, TRANSIENT, parameters, parse, persistent
+from chaos.worker.rabbitmq import ATTEMPTS, DEAD, QUEUE, TRANSIENT, declare, parameters, parse, persistent
 
 IO_SLICE_S = 0.05
 IDLE_S = 0.2
@@ -82,6 +82,7 @@ def consume(cfg: WorkerSettings, stop: threading.Event) -> None:
     connection = pika.BlockingConnection(parameters(heartbeat_s=int(cfg.param("heartbeat_s"))))
     try:
         channel = connection.channel()
+        declare(channel)  # a broker that crashed soon after the control declared the queues may have lost them
         channel.basic_qos(prefetch_count=1)
         channel.confirm_delivery()
         session = uuid.uuid4().hex[:8]

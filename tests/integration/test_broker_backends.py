@@ -14,7 +14,7 @@ import pika.exceptions
 import pytest
 import redis
 
-from chaos import events
+from chaos import RabbitMQQueueControl, events
 from chaos.backends.base import BackendSettings
 from chaos.backends.beanstalkd.external import ExternalBeanstalkd
 from chaos.backends.beanstalkd.local import LocalBeanstalkd
@@ -23,9 +23,12 @@ from chaos.backends.rabbitmq.external import ExternalRabbitMQ
 from chaos.backends.rabbitmq.local import LocalRabbitMQ
 from chaos.backends.redis.external import ExternalRedis
 from chaos.backends.redis.local import LocalRedis
+from chaos.contract import Contract
 from chaos.errors import ConfigError
 from chaos.events import Record
+from chaos.target import Job, JobState
 from chaos.worker.beanstalkd import connect as beanstalk
+from chaos.worker.rabbitmq import DEAD
 from tests.integration.runner import chaos
 
 
@@ -167,3 +170,21 @@ def test_an_external_provider_without_a_url_says_which_variable(tmp_path: Path) 
 def test_a_malformed_external_url_is_a_config_error_that_names_the_variable(url: str) -> None:
     with pytest.raises(ConfigError, match=f"Expected a Redis URL like .*{events.ENV_REDIS_URL}"):
         ExternalRedis(url, "run")
+
+
+def test_a_rabbitmq_snapshot_reads_a_queue_the_broker_lost_as_empty(shared_rabbitmq: dict[str, str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker killed soon after the queues were declared may come back without one (seen: the dead queue)."""
+    monkeypatch.setenv(events.ENV_RABBITMQ_API_URL, shared_rabbitmq[events.ENV_RABBITMQ_API_URL])
+    external = ExternalRabbitMQ.open(BackendSettings(Path("/nonexistent"), "lost-queue",
+                                                     shared_rabbitmq[events.ENV_RABBITMQ_URL]))
+    control = RabbitMQQueueControl(external, {}, Contract(recovery_bound_s=1.0))
+    try:
+        control.setup()
+        control.enqueue([Job("job-0001")])
+        control.channel().queue_delete(DEAD)
+        assert control.snapshot() == [JobState("job-0001", "pending", attempts=0)]
+        assert control.snapshot() == [JobState("job-0001", "pending", attempts=0)], "the message went back"
+    finally:
+        control.close()
+        external.close()

@@ -13,12 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 import pika
+import pika.exceptions
 
 from chaos import events
 from chaos.backends.base import Backend, Endpoint
 from chaos.contract import Contract
 from chaos.target import Job, JobState
 from chaos.worker.rabbitmq import ATTEMPTS, DEAD, QUEUE, body, declare, parameters, parse, persistent
+
+NOT_FOUND = 404  # AMQP's reply code for a queue the broker does not have
 
 
 class RabbitMQQueueControl:
@@ -52,17 +55,24 @@ class RabbitMQQueueControl:
         return {events.ENV_BACKEND_URL: endpoint.url}
 
     def snapshot(self) -> list[JobState]:
-        channel = self.channel()
+        """A queue the broker no longer has (a crash soon after its declaration can lose it, and the
+        messages in it) holds none of the jobs: they show absent."""
         states: dict[str, JobState] = {}
         for queue, state in ((DEAD, "dead"), (QUEUE, "pending")):
-            while True:
-                method, properties, raw = channel.basic_get(queue, auto_ack=False)
-                if method is None:
-                    break
-                job, _ = parse(raw)
-                attempts = int((properties.headers or {}).get(ATTEMPTS, 0))
-                states[job] = JobState(job, state, attempts=attempts)
-        channel.close()  # every message fetched goes back to its queue
+            channel = self.channel()
+            try:
+                while True:
+                    method, properties, raw = channel.basic_get(queue, auto_ack=False)
+                    if method is None:
+                        break
+                    job, _ = parse(raw)
+                    attempts = int((properties.headers or {}).get(ATTEMPTS, 0))
+                    states[job] = JobState(job, state, attempts=attempts)
+            except pika.exceptions.ChannelClosedByBroker as exc:
+                if exc.reply_code != NOT_FOUND:
+                    raise
+                continue  # the broker closed the channel for it
+            channel.close()  # every message fetched goes back to its queue
         return sorted(states.values(), key=lambda s: s.job)
 
     def close(self) -> None:
