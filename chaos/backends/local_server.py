@@ -29,7 +29,7 @@ from chaos.backends.base import KILL, RESTART, Backend, BackendSettings, Endpoin
 from chaos.errors import ConfigError, HarnessError
 from chaos.procs import die_with_parent, is_alive, kill_tree, wait_dead
 
-HOST = "127.0.0.1"
+HOST = ports.HOST  # where the ports were reserved (checked free)
 MARKER = events.ENV_SERVER_MARKER  # in every server process's environment: whose it is
 PORT_ATTEMPTS = 5
 STOP_GRACE_S = 10.0

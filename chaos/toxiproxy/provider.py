@@ -62,10 +62,10 @@ def start_toxiproxy(log_dir: Path, journal: Journal) -> ToxiproxyServer:
 def _start_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
     port = ports.reserve()
     log = open(log_dir / "toxiproxy.log", "ab")  # noqa: SIM115 - the server writes to it until it stops
-    process = subprocess.Popen([binary, "-host", "127.0.0.1", "-port", str(port)], stdout=log, stderr=log,
+    process = subprocess.Popen([binary, "-host", ports.HOST, "-port", str(port)], stdout=log, stderr=log,
                                stdin=subprocess.DEVNULL, start_new_session=True)
     log.close()
-    server = ToxiproxyServer("binary", ToxiproxyControl(f"http://127.0.0.1:{port}"), process=process,
+    server = ToxiproxyServer("binary", ToxiproxyControl(f"http://{ports.HOST}:{port}"), process=process,
                              port=port)
     until = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < until and process.poll() is None:

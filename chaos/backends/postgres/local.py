@@ -41,7 +41,7 @@ from chaos.errors import ConfigError, HarnessError
 from chaos.events import Record
 from chaos.procs import die_with_parent
 
-HOST = "127.0.0.1"
+HOST = ports.HOST  # where the port was reserved (checked free)
 PRIVATE_ROOT_PREFIX = "queue-chaos-pgdata-"  # where pgdata goes when the server user cannot reach the run dir
 READY_TIMEOUT_S = 30.0
 PORT_ATTEMPTS = 5
