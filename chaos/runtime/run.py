@@ -210,6 +210,10 @@ class Run:
                 except ChaosError:
                     raise
                 except (Exception, SystemExit) as exc:  # SystemExit too: a scenario never ends the run silently
+                    if isinstance(exc.__context__, KeyboardInterrupt):
+                        # Ctrl-C landed inside a condition's wait, whose lock then failed to release: the
+                        # interrupt is what happened (exit 130), not a scenario error.
+                        raise exc.__context__ from None
                     raise ScenarioError(
                         f"Scenario {self.scenario.path} raised {type(exc).__name__}: {exc}. Everything the run "
                         f"started was stopped; the scenario's traceback follows.\n{traceback.format_exc()}"
