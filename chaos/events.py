@@ -28,6 +28,7 @@ ENV_CONTRACT = "CHAOS_CONTRACT"
 ENV_POSTGRES_DSN = "CHAOS_POSTGRES_DSN"  # what TableQueueControl hands a PostgreSQL worker
 ENV_POSTGRES_URL = "CHAOS_POSTGRES_URL"  # the external PostgreSQL provider's server
 ENV_POSTGRES_BIN = "CHAOS_POSTGRES_BIN"  # the local provider's binaries
+ENV_POSTGRES_TEMPLATE_DIR = "CHAOS_POSTGRES_TEMPLATE_DIR"  # where the local provider keeps its initdb template
 # What a worker of the other backend kinds gets: its endpoint's URL (a proxy when the network is faulted)
 # and the run's namespace on that server (a Redis key prefix, a beanstalkd tube).
 ENV_BACKEND_URL = "CHAOS_BACKEND_URL"
@@ -61,13 +62,16 @@ GATE_ARMED, GATE_MATCHED, GATE_RELEASED = "gate.armed", "gate.matched", "gate.re
 FAULT, FAULT_APPLIED, FAULT_HEALED = "fault", "fault.applied", "fault.healed"
 PROCESS_START, PROCESS_EXIT = "process.start", "process.exit"
 BACKEND_START, BACKEND_RESTART, BACKEND_EXIT = "backend.start", "backend.restart", "backend.exit"
+BACKEND_PREPARE = "backend.prepare"  # what a local server is about to create, journaled before it is
 # The per-worker proxies: which Toxiproxy serves them, and what the embedded one saw a partition do
 NETWORK_START, NETWORK_CUT, NETWORK_HELD = "network.start", "network.cut", "network.held"
+NETWORK_PROXY = "network.proxy"  # a proxy the run is about to create, journaled before it is
 KINDS = frozenset({
     RUN_START, RUN_END, ENQUEUE, SNAPSHOT, SNAPSHOT_TAKEN, DRAINED, DRAIN_TIMEOUT, PROBE_CLAIM, PROBE_EFFECT,
     PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
     GATE_RELEASED, FAULT, FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, BACKEND_START,
     BACKEND_RESTART, BACKEND_EXIT, NETWORK_START, NETWORK_CUT, NETWORK_HELD,
+    BACKEND_PREPARE, NETWORK_PROXY,
 })
 
 
@@ -203,6 +207,12 @@ def backend_start(**data: Any) -> Record:
     return Record(BACKEND_START, BACKEND, None, None, data)
 
 
+def backend_prepare(**data: Any) -> Record:
+    """provider and what it is about to create (its data directory, the marker of its processes), written
+    before anything is created, so a runner killed during the boot leaves nothing `chaos clean` cannot find."""
+    return Record(BACKEND_PREPARE, BACKEND, None, None, data)
+
+
 def backend_restart(mode: str, old_pid: int | None, new_pid: int | None, down_s: float) -> Record:
     """The backend's own report that it restarted: the proof of a backend restart fault."""
     return Record(BACKEND_RESTART, BACKEND, None, None,
@@ -216,6 +226,12 @@ def backend_exit(pid: int, returncode: int, reason: str) -> Record:
 def network_start(kind: str, url: str) -> Record:
     """The run's Toxiproxy: external (TOXIPROXY_URL), binary (toxiproxy-server on PATH) or embedded."""
     return Record(NETWORK_START, NETWORK, None, None, {"kind": kind, "url": url})
+
+
+def network_proxy(worker: str, name: str, url: str) -> Record:
+    """A proxy about to be created on the Toxiproxy at `url`, written before it is, so `chaos clean` can
+    delete it from a server that outlives a killed runner (the user's TOXIPROXY_URL)."""
+    return Record(NETWORK_PROXY, NETWORK, None, worker, {"name": name, "url": url})
 
 
 def network_cut(worker: str, connections: int) -> Record:

@@ -178,6 +178,9 @@ class LocalServer(Backend):
         began = time.monotonic()
         LIVE.add(self)
         try:
+            # Journaled before the data dir exists: a runner killed from here on leaves nothing `chaos clean`
+            # cannot find (its data dir, and by the marker any process of it).
+            self._emit(events.backend_prepare(provider=self.provider, data_dir=str(self.data_dir), marker=self.marker))
             self.data_dir.mkdir(parents=True)
             self._launch_retrying(fresh_ports=True)
             self._started = True

@@ -2,8 +2,10 @@
 behind: its server's data in the run dir, its namespace (a schema, key prefix, tube or vhost) on the
 user's server. The next run in the same runs dir, or `chaos clean`, finds such runs by their ledgers (no
 end, or an interrupted one, and the runner recorded there no longer alive on this host) and removes
-what each backend recorded that it made, never anything else; the run's ledger then ends with
-`abandoned`, so it is cleaned once."""
+what each backend recorded that it made or was about to make (`backend.prepare` is journaled before a
+server's data exists), and the proxies it journaled on a Toxiproxy that outlived it, never anything else;
+the run's ledger then ends with `abandoned`, so it is cleaned once. Half-built PostgreSQL templates,
+shared by every run on the machine, are removed once their builder is gone."""
 
 from __future__ import annotations
 
@@ -14,9 +16,12 @@ from pathlib import Path
 import psutil
 
 from chaos import events
+from chaos.backends.postgres.cluster import remove_half_built_templates
 from chaos.backends.registry import provider
 from chaos.errors import ChaosError
+from chaos.events import Event
 from chaos.ledger import Ledger, last_event, read_events
+from chaos.runtime.network import clean_after_killed_run as clean_network
 
 CLEANABLE_END = "interrupted"  # a run interrupted while cleaning up may have left its data behind
 CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives start times from the boot time, which clock steps move
@@ -24,20 +29,24 @@ CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives start times from the boot time, 
 
 def clean_killed_runs(runs_dir: Path, url: str | None = None) -> list[tuple[bool, str]]:
     """Per run found under `runs_dir` that left something: whether all of it is gone now, and a line
-    saying what was removed or what is left and how to remove it."""
-    cleaned = []
+    saying what was removed or what is left and how to remove it; first, a line per half-built template
+    removed."""
+    cleaned = [(True, line) for line in remove_half_built_templates()]
     for ledger_path in sorted(runs_dir.glob("*/ledger.sqlite")) if runs_dir.is_dir() else []:
         last = last_event(ledger_path)
         if last is not None and last.kind == events.RUN_END and last.data.get("status") != CLEANABLE_END:
             continue  # the common case, a run that ended and cleaned up: one row read
         try:
-            recorded = read_events(ledger_path, (events.RUN_START, events.BACKEND_START))
+            recorded = read_events(ledger_path, (events.RUN_START, events.BACKEND_PREPARE, events.BACKEND_START,
+                                                 events.NETWORK_START, events.NETWORK_PROXY))
         except ChaosError:
             continue  # not a ledger this suite can read: not ours to touch
         start = next((e.data for e in recorded if e.kind == events.RUN_START), None)
         if start is None or start.get("host") != socket.gethostname() or _runner_alive(start):
             continue
-        outcomes = [_clean(start, e.data, ledger_path.parent, url) for e in recorded if e.kind == events.BACKEND_START]
+        outcomes = [_clean_proxies(recorded)]
+        outcomes += [_clean(start, e.data, ledger_path.parent, url) for e in recorded
+                     if e.kind in (events.BACKEND_PREPARE, events.BACKEND_START)]
         said = "; ".join(what for _, what in outcomes if what)
         if all(done for done, _ in outcomes):
             if not said and last is not None and last.kind == events.RUN_END:
@@ -54,6 +63,14 @@ def _clean(start: dict[str, object], started: dict[str, object], run_dir: Path, 
     except ChaosError:
         return False, f"its backend {started.get('provider')!r} is not one this suite knows"
     return backend.clean_after_killed_run(started, run_dir, url)
+
+
+def _clean_proxies(recorded: list[Event]) -> tuple[bool, str]:
+    """The run's proxies, on a Toxiproxy that outlived its runner."""
+    started = next((e.data for e in recorded if e.kind == events.NETWORK_START), None)
+    if started is None:
+        return True, ""
+    return clean_network(started, [e.data for e in recorded if e.kind == events.NETWORK_PROXY])
 
 
 def _end(ledger_path: Path, detail: str) -> None:

@@ -4,16 +4,20 @@ partitioned while the others, the control's own connections and the sink are not
 A worker's proxy is made the first time the worker asks for its endpoint and kept for the whole run (a
 restarted worker gets the same one; a backend restart keeps the upstream port, so the proxies stay
 right). At the end every proxy of the run is deleted, which also removes whatever a fault left on it.
+Each proxy is journaled before it is created, so the proxies of a runner killed outright can be deleted
+by `chaos clean` from a server that outlives it (the user's TOXIPROXY_URL); a server the run started
+dies with it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from chaos import events, ports
 from chaos.backends.base import Backend, Endpoint, EventSink
-from chaos.errors import HarnessError
+from chaos.errors import ChaosError, HarnessError
 from chaos.toxiproxy.client import ToxiproxyControl
 from chaos.toxiproxy.provider import ToxiproxyServer, start_toxiproxy
 from chaos.toxiproxy.proxy import split_address
@@ -67,6 +71,7 @@ class Network:
             # A reserved port: a partition closes the listener, and healing must find its port still free.
             port = ports.reserve()
             try:
+                self.journal(events.network_proxy(worker, name, self.server.control.url))
                 listen = self.server.control.create(name, f"{upstream.host}:{upstream.port}",
                                                     listen=f"{ports.HOST}:{port}")
             except BaseException:
@@ -92,3 +97,21 @@ class Network:
                 self.server.close()
             finally:
                 ports.release(*(link.port for link in self.links.values()))
+
+
+def clean_after_killed_run(started: dict[str, Any], proxies: Sequence[dict[str, Any]]) -> tuple[bool, str]:
+    """Delete the proxies a killed run journaled (`network.proxy`) from the server it used (`network.start`),
+    when that server outlives the runner: only the user's (external); the binary and the embedded server
+    died with it. (done, what was deleted or what is left and how to delete it)."""
+    url = str(started.get("url") or "")
+    names = sorted({str(p.get("name")) for p in proxies if p.get("url") == url and p.get("name")})
+    if started.get("kind") != "external" or not names:
+        return True, ""
+    try:
+        control = ToxiproxyControl(url)
+        deleted = [name for name in names if control.delete_if_present(name)]
+    except ChaosError as exc:
+        return False, (f"its proxies {', '.join(names)} may be left on the Toxiproxy at {url}, which did not answer "
+                       f"({exc}); run `chaos clean` again once it is up, or delete them with "
+                       f"`curl -X DELETE {url}/proxies/NAME`")
+    return True, f"deleted its proxies {', '.join(deleted)} from the Toxiproxy at {url}" if deleted else ""

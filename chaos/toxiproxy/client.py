@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
@@ -21,6 +21,7 @@ from toxiproxy.proxy import Proxy
 from chaos.errors import ConfigError, HarnessError
 
 _GLOBAL = threading.Lock()  # guards APIConsumer.host/port for the length of one call
+ASK_TIMEOUT_S = 5.0  # a server that accepts and never answers (a user's, a stopped one) must not hang us
 T = TypeVar("T")
 
 
@@ -55,8 +56,21 @@ class ToxiproxyControl:
                 raise HarnessError(f"Toxiproxy at {self.url} is unreachable ({exc}) while trying to {what}") from exc
 
     def version(self) -> str:
-        raw = self._call("report its version", self._client.version)
-        return (raw or b"").decode("utf-8", "replace").strip() if isinstance(raw, bytes) else str(raw or "")
+        """The server's version; a HarnessError while nothing answers (toxiproxy-python's own version()
+        says None then, which made a server still starting look ready)."""
+        response = self._call("report its version", lambda: APIConsumer.get("/version", timeout=ASK_TIMEOUT_S))
+        return str(response.text).strip()
+
+    def delete_if_present(self, name: str) -> bool:
+        """Delete the proxy `name` if the server has it (whatever its toxics or state); False if it had none."""
+        try:
+            self._call(f"delete proxy {name}",
+                       lambda: APIConsumer.delete(f"/proxies/{quote(name, safe='')}", timeout=ASK_TIMEOUT_S))
+        except HarnessError as exc:
+            if isinstance(exc.__cause__, NotFound):
+                return False
+            raise
+        return True
 
     def create(self, name: str, upstream: str, listen: str = "127.0.0.1:0") -> str:
         """A proxy in front of `upstream`; its bound listen address ("host:port")."""

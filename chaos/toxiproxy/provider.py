@@ -1,11 +1,12 @@
 """Which Toxiproxy a run uses, in this order: TOXIPROXY_URL if set, else a `toxiproxy-server` binary on
-PATH (started on a free port, stopped at the end), else the embedded server in the suite's process.
-The verdict records which one (`run.start`'s `toxiproxy`)."""
+PATH (started on a free port, stopped at the end, and killed by the kernel with a runner killed outright),
+else the embedded server in the suite's process. The verdict records which one (`network`)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from chaos import ports
 from chaos.errors import HarnessError
+from chaos.procs import die_with_parent
 from chaos.toxiproxy.client import ToxiproxyControl
 from chaos.toxiproxy.proxy import Journal
 from chaos.toxiproxy.server import EmbeddedToxiproxy
@@ -60,10 +62,13 @@ def start_toxiproxy(log_dir: Path, journal: Journal) -> ToxiproxyServer:
 
 
 def _start_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
+    """Start it as a child that dies with us (its working directory the run's, so the leftovers check knows
+    it), and poll its API until it answers: a server may take a while to listen."""
     port = ports.reserve()
     log = open(log_dir / "toxiproxy.log", "ab")  # noqa: SIM115 - the server writes to it until it stops
     process = subprocess.Popen([binary, "-host", ports.HOST, "-port", str(port)], stdout=log, stderr=log,
-                               stdin=subprocess.DEVNULL, start_new_session=True)
+                               stdin=subprocess.DEVNULL, cwd=log_dir, start_new_session=True,
+                               preexec_fn=die_with_parent(signal.SIGKILL))
     log.close()
     server = ToxiproxyServer("binary", ToxiproxyControl(f"http://{ports.HOST}:{port}"), process=process,
                              port=port)
@@ -74,6 +79,7 @@ def _start_binary(binary: str, log_dir: Path) -> ToxiproxyServer:
             return server
         except HarnessError:
             time.sleep(0.05)
+    why = (f"exited with status {process.returncode}" if process.poll() is not None
+           else f"did not answer on port {port} within {START_TIMEOUT_S:.0f}s")
     server.close()
-    raise HarnessError(f"{binary} did not answer on port {port} within {START_TIMEOUT_S:.0f}s; see "
-                       f"{log_dir / 'toxiproxy.log'}")
+    raise HarnessError(f"{binary} {why}; see {log_dir / 'toxiproxy.log'}")

@@ -53,7 +53,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.discovery": ("chaos.events", "chaos.errors", "chaos.scenario", "chaos.target"),
     "chaos.known_answers": ("chaos.discovery", "chaos.errors"),
     "chaos.leftovers": ("chaos.events", "chaos.ledger"),
-    "chaos.toxiproxy": ("chaos.toxiproxy", "chaos.errors", "chaos.ports"),
+    "chaos.toxiproxy": ("chaos.toxiproxy", "chaos.errors", "chaos.ports", "chaos.procs"),
     "chaos.runtime": ("chaos",),
     "chaos.cli": ("chaos",),
     "chaos.__main__": ("chaos.cli",),

@@ -1,6 +1,9 @@
 """A fresh cluster per run: a copy of one cached template cluster, else a private initdb.
 
 Copying one cached initdb'd cluster is 2-5x faster than running initdb (plus CREATE DATABASE) per run.
+The template is built in a sibling directory named with its builder's pid and renamed into place once
+complete, so one whose builder was killed is recognised (its pid is gone) and removed by the next build
+or `chaos clean`. It lives in the temp dir, or in CHAOS_POSTGRES_TEMPLATE_DIR (e.g. a CI cache).
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -17,9 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+import psutil
+
 from chaos.backends.postgres.binaries import PgBinaries
 from chaos.backends.postgres.user import RunAs, run_as_user, tail
 from chaos.errors import HarnessError
+from chaos.events import ENV_POSTGRES_TEMPLATE_DIR
 
 InitMethod = Literal["template", "initdb"]
 
@@ -29,6 +36,8 @@ TEMPLATE_PREFIX = "queue-chaos-pg-template"
 TEMPLATE_LOCK_TIMEOUT_S = 120.0
 DATABASE = "chaos"
 SUPERUSER = "postgres"
+# A build in progress (`.tmp-<pid>-...`) or a bad template set aside (`.stale-<pid>`), by its maker's pid.
+_HALF_BUILT = re.compile(re.escape(TEMPLATE_PREFIX) + r"-[^/]+\.(?:tmp|stale)-(\d+)(?:-[^/]*)?")
 INITDB_ARGS = ("-A", "trust", "-U", SUPERUSER, "-N", "-E", "UTF8", "--locale=C", "--wal-segsize=1")
 
 
@@ -87,6 +96,7 @@ def _ensure_template(bins: PgBinaries, run_as: RunAs) -> Path:
     with _file_lock(root.with_name(root.name + ".lock"), TEMPLATE_LOCK_TIMEOUT_S):
         if _template_ok(root, bins, run_as):
             return root / "pgdata"
+        remove_half_built_templates(root.parent)
         if os.path.lexists(root):
             st = os.lstat(root)
             if st.st_uid not in (os.geteuid(), run_as.uid) and os.geteuid() != 0:
@@ -98,7 +108,7 @@ def _ensure_template(bins: PgBinaries, run_as: RunAs) -> Path:
                 raise _TemplateUnavailable(str(exc)) from exc
             shutil.rmtree(stale, ignore_errors=True)
         try:
-            build = Path(tempfile.mkdtemp(prefix=root.name + ".tmp-", dir=root.parent))
+            build = Path(tempfile.mkdtemp(prefix=f"{root.name}.tmp-{os.getpid()}-", dir=root.parent))
         except OSError as exc:
             raise _TemplateUnavailable(str(exc)) from exc
         try:
@@ -117,9 +127,36 @@ def _ensure_template(bins: PgBinaries, run_as: RunAs) -> Path:
     return root / "pgdata"
 
 
+def template_dir() -> Path:
+    """Where templates live: CHAOS_POSTGRES_TEMPLATE_DIR, else the temp dir."""
+    return Path(os.environ.get(ENV_POSTGRES_TEMPLATE_DIR) or tempfile.gettempdir())
+
+
 def _template_path(bins: PgBinaries, run_as: RunAs) -> Path:
     """One template per server version and owning user, shared by every run on the machine."""
-    return Path(tempfile.gettempdir()) / f"{TEMPLATE_PREFIX}-{bins.version}-{run_as.uid}"
+    return template_dir() / f"{TEMPLATE_PREFIX}-{bins.version}-{run_as.uid}"
+
+
+def remove_half_built_templates(where: Path | None = None) -> list[str]:
+    """Delete the template builds (and set-aside templates) in `where` whose builder is gone, a line each.
+
+    Only directories named as this module names them are touched, and only once no process has the pid
+    in their name: a build in progress is never removed (a reused pid only delays the removal)."""
+    where = where or template_dir()
+    said = []
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return []
+    for entry in entries:
+        match = _HALF_BUILT.fullmatch(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False) or psutil.pid_exists(int(match[1])):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.lexists(entry.path):
+            said.append(f"removed a half-built PostgreSQL template {entry.path} (its builder, pid {match[1]}, "
+                        "is gone)")
+    return said
 
 
 def _template_ok(root: Path, bins: PgBinaries, run_as: RunAs) -> bool:

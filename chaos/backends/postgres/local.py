@@ -4,6 +4,7 @@ else on the machine, and the nemesis may restart or kill it."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 import shutil
@@ -102,12 +103,14 @@ class LocalPostgres(PostgresBackend):
     @classmethod
     def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
         """SIGKILL whatever of that server still runs (recognised by its unique cluster name and data dir)
-        and delete its data directory: only one in the run's own dir or in a private root of ours, and
-        only a PostgreSQL data directory (it holds PG_VERSION)."""
+        and delete its data directory, complete or half-made (`started` may be its `backend.prepare`):
+        only a `pgdata` in the run's own dir or in a private root of ours."""
         pgdata, cluster = Path(str(started.get("pgdata") or "")).resolve(), str(started.get("cluster_name") or "")
-        ours = (pgdata.parent.parent == run_dir.resolve() or (pgdata.parent.parent == Path(tempfile.gettempdir())
-                                                              and pgdata.parent.name.startswith(PRIVATE_ROOT_PREFIX)))
-        if not cluster or pgdata.name != "pgdata" or not ours or not (pgdata / "PG_VERSION").is_file():
+        private = pgdata.parent.parent == Path(tempfile.gettempdir()) and pgdata.parent.name.startswith(
+            PRIVATE_ROOT_PREFIX)
+        ours = pgdata.parent.parent == run_dir.resolve() or private
+        if not cluster or pgdata.name != "pgdata" or not ours or not os.path.lexists(pgdata.parent if private
+                                                                                      else pgdata):
             return True, ""
         ident = ServerIdentity(postgres=str(started.get("postgres")), pgdata=str(pgdata), cluster_name=cluster)
         for process in live_processes(ident):
@@ -140,6 +143,11 @@ class LocalPostgres(PostgresBackend):
             self._bins = find_binaries()
             self._run_as = resolve_run_as()
             self._prepare_dirs(self._run_as)
+            # Journaled before the data dir (or the private root holding it) exists: a runner killed from
+            # here on leaves nothing `chaos clean` cannot find.
+            self._emit(events.backend_prepare(provider=self.provider, pgdata=str(self.pgdata),
+                                              cluster_name=self.cluster_name, postgres=str(self._bins.postgres)))
+            self._make_private_root()
             self._owns_pgdata = True
             self.init_method = create_cluster(self._bins, self._run_as, self.pgdata)
             self._launch_retrying(self._fresh_port, 0.0, f"PostgreSQL could not bind a free port in {PORT_ATTEMPTS} "
@@ -230,10 +238,22 @@ class LocalPostgres(PostgresBackend):
             blocked = [p for p in (self.data_root, *self.data_root.parents) if not can_traverse(p, run_as)]
             if blocked:
                 # The server user cannot reach the run dir (e.g. under a 0700 home): keep the log there,
-                # which root writes for it, and put the cluster in a private directory it can reach.
-                self._private_root = Path(tempfile.mkdtemp(prefix=PRIVATE_ROOT_PREFIX))
-                self._private_root.chmod(0o755)
-                self.pgdata = self._private_root / "pgdata"
+                # which root writes for it, and put the cluster in a private directory it can reach, named
+                # after the run dir so it can be journaled before it is made.
+                digest = hashlib.sha256(str(self.data_root).encode()).hexdigest()[:16]
+                self.pgdata = Path(tempfile.gettempdir()) / f"{PRIVATE_ROOT_PREFIX}{digest}" / "pgdata"
+
+    def _make_private_root(self) -> None:
+        """Create the private directory _prepare_dirs chose, if it chose one; ours to delete from then on."""
+        root = self.pgdata.parent
+        if root == self.data_root:
+            return
+        try:
+            root.mkdir(mode=0o755)
+        except OSError as exc:
+            raise HarnessError(f"could not create the private PostgreSQL directory {root}: {exc}") from exc
+        self._private_root = root
+        root.chmod(0o755)
 
     def _fresh_port(self) -> int:
         """A newly reserved port, giving back the one a failed first start tried."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import signal
 import stat
 import subprocess
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from chaos.errors import ConfigError, HarnessError
 from chaos.events import ENV_POSTGRES_URL
+from chaos.procs import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ def server_env() -> dict[str, str]:
 
 
 def run_as_user(args: list[str], run_as: RunAs, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run a server binary to completion as the server user, its output captured for messages."""
+    """Run a server binary to completion as the server user, its output captured for messages; it dies with
+    a runner killed outright, rather than go on writing a data dir that `chaos clean` is removing."""
     try:
         return subprocess.run(
             args,
@@ -94,6 +97,7 @@ def run_as_user(args: list[str], run_as: RunAs, stdin: str | None = None) -> sub
             user=run_as.user,
             group=run_as.group,
             extra_groups=run_as.extra_groups,
+            preexec_fn=die_with_parent(signal.SIGKILL),
             timeout=300,
             check=False,
         )
