@@ -60,6 +60,7 @@ PROBE_CLAIM, PROBE_EFFECT, PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON = (PROBE_PR
 PROBE_DROPPED, PROBE_REFUSED = "probe.dropped", "probe.refused"
 GATE_ARMED, GATE_MATCHED, GATE_RELEASED = "gate.armed", "gate.matched", "gate.released"
 FAULT, FAULT_APPLIED, FAULT_HEALED = "fault", "fault.applied", "fault.healed"
+FAULT_WAIVED = "fault.waived"  # a fault kind the scenario declares but does not need against this target
 PROCESS_START, PROCESS_EXIT = "process.start", "process.exit"
 BACKEND_START, BACKEND_RESTART, BACKEND_EXIT = "backend.start", "backend.restart", "backend.exit"
 BACKEND_PREPARE = "backend.prepare"  # what a local server is about to create, journaled before it is
@@ -71,7 +72,7 @@ KINDS = frozenset({
     PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
     GATE_RELEASED, FAULT, FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, BACKEND_START,
     BACKEND_RESTART, BACKEND_EXIT, NETWORK_START, NETWORK_CUT, NETWORK_HELD,
-    BACKEND_PREPARE, NETWORK_PROXY,
+    BACKEND_PREPARE, NETWORK_PROXY, FAULT_WAIVED,
 })
 
 
@@ -168,6 +169,12 @@ def fault(fault_id: str, kind: str, target: str, gate: str | None, params: dict[
     data = {"id": fault_id, "kind": kind, "target": target, "gate": gate}
     data.update(params)
     return Record(FAULT, NEMESIS, None, target, data)
+
+
+def fault_waived(kind: str, why: str) -> Record:
+    """The scenario will not inject this declared kind in this run, and why (e.g. nothing to kill without a
+    lease): without it, a declared kind never injected makes the run inconclusive."""
+    return Record(FAULT_WAIVED, CONTROLLER, None, None, {"kind": kind, "why": why})
 
 
 def fault_applied(fault_id: str, target: str, data: dict[str, Any]) -> Record:

@@ -104,6 +104,10 @@ class Context(Protocol):
     def restart_backend(self, mode: str = "immediate", gate: Gate | None = None) -> None:
         """Restart the backend server (same data, same address) while the workers keep running."""
 
+    def waive(self, kind: str, why: str) -> None:
+        """Say why this run does not inject a kind its FAULTS declares; a declared kind neither injected
+        nor waived makes the run inconclusive (it proved nothing under that fault)."""
+
     def wait_drained(self, timeout: float) -> bool:
         """Poll the queue's own view until every enqueued job is terminal; False if it never drains."""
 

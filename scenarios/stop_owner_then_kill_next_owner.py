@@ -29,6 +29,8 @@ def run(ctx: Context) -> None:
     if second is not None:
         ctx.kill_held(second)
         ctx.start_worker()
+    else:
+        ctx.waive("kill", "without a lease nobody may take the stopped owner's job: there is no next owner to kill")
     ctx.wait_for(ctx.execution_ended(victim, held.token), 2 * handler_s + ctx.recovery_deadline(),
                  "the stale owner's ack or abandon")
     ctx.wait_drained(ctx.recovery_deadline())

@@ -13,6 +13,7 @@ import gc
 import traceback
 from collections import Counter
 from collections.abc import Sequence
+from http import HTTPStatus
 from typing import Any
 
 from chaos import events
@@ -23,6 +24,8 @@ from chaos.check.scan import scan
 from chaos.check.verdict import OUTCOMES, FaultReport, Verdict, Violation
 from chaos.contract import Contract
 from chaos.events import Event
+
+UNAUTHORIZED = HTTPStatus.UNAUTHORIZED.value  # the sink's answer to a request without the run's token
 
 
 def judge(ledger: Sequence[Event], contract: Contract | None = None) -> Verdict:
@@ -71,7 +74,7 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
     return Verdict(verdict, str(start.get("target", "?")), str(start.get("scenario", "?")), start.get("seed"),
                    contract.to_dict(), _counts(run, outcomes), outcomes, faults, violations, recovery_summary(run),
                    str(start.get("command", "")), notes, error or None, anomalies,
-                   [_exit(e) for e in run.unexpected_exits], run.network)
+                   [_exit(e) for e in run.unexpected_exits], run.network, [_refused(e) for e in run.refusals])
 
 
 def _unsettled(history: JobHistory, contract: Contract) -> str:
@@ -90,7 +93,7 @@ def _harness_error(run: RunHistory) -> str:
     reported (they died at once, or spoke to the sink wrongly). Empty when the run is judgeable."""
     if run.end and run.end.get("status") == "error":
         return f"harness error: {run.end.get('detail', '')}"
-    refused = [f"{e.data.get('status')} {e.data.get('error')}" for e in run.refusals]
+    refused = [f"{e.data.get('status')} {e.data.get('error')}" for e in run.refusals if not _from_stranger(e)]
     if refused:
         # A refused probe is missing from the ledger (a refused effect could hide a duplicate): the run
         # cannot pass, and the queue is not to blame for the worker's malformed report.
@@ -104,6 +107,43 @@ def _harness_error(run: RunHistory) -> str:
         return "jobs were enqueued but the scenario started no worker: nothing here is a verdict on the queue"
     return ("no worker ever reported a probe, so nothing here is a verdict on the queue: the target's workers, "
             "or their connection to the sink, are broken (their exits and logs are listed)")
+
+
+def _from_stranger(refusal: Event) -> bool:
+    """A request refused for carrying no valid run token: whoever sent it, it was not one of the run's
+    workers (they are given the token), so it cannot have held back anything the ledger needs."""
+    return refusal.data.get("status") == UNAUTHORIZED
+
+
+def _refused(refusal: Event) -> dict[str, Any]:
+    """A refused request as reports show it, saying whose it was."""
+    return {"from": "stranger" if _from_stranger(refusal) else "worker", "status": refusal.data.get("status"),
+            "error": refusal.data.get("error"), "path": refusal.data.get("path"), "seq": refusal.seq}
+
+
+def _proved_nothing(run: RunHistory, faults: list[FaultReport]) -> list[str]:
+    """Why the run proved nothing about the queue, even with no violation: no final snapshot, no job to
+    judge, a fault the scenario declares (FAULTS) that it never injected, or one that never landed. Empty
+    when it proved what it set out to."""
+    if not run.snapshot_taken:
+        return ["the run ended before the final snapshot: lost and stuck jobs cannot be judged"]
+    reasons = []
+    if not any(h.enqueued for h in run.jobs.values()):
+        reasons.append("no job was enqueued, so no job was judged: the run proved nothing about the queue "
+                       "(the scenario must enqueue jobs and let the workers run them)")
+    declared = run.start.get("faults")
+    injected = {fault.kind for fault in run.faults.values()}
+    missing = [kind for kind in declared or () if kind not in injected and kind not in run.waived]
+    if missing:
+        reasons.append(f"the scenario declares the fault(s) {', '.join(missing)} (FAULTS = {tuple(declared or ())}) "
+                       "but never injected them: the run proved nothing under them (inject each declared fault, "
+                       "or say with ctx.waive(kind, why) why this target does not need it)")
+    if any(not f.exercised for f in faults) or len(run.gate_matched) < len(run.gates_armed):
+        reasons.append("fault not exercised: a gate never matched or a fault never took effect")
+        reasons += [f"gate {gate} ({spec}) never matched" for gate, spec in run.gates_armed.items()
+                    if gate not in run.gate_matched]
+        reasons += [f"fault {f.id} ({f.kind} {f.target}) was not exercised: {f.why}" for f in faults if not f.exercised]
+    return reasons
 
 
 def _exit(exit: Event) -> dict[str, Any]:
@@ -121,15 +161,9 @@ def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultRep
     verdict = "pass"
     if violations:
         verdict = "fail"
-    elif not run.snapshot_taken:
+    elif reasons := _proved_nothing(run, faults):
         verdict = "inconclusive"
-        notes.append("the run ended before the final snapshot: lost and stuck jobs cannot be judged")
-    elif any(not f.exercised for f in faults) or len(run.gate_matched) < len(run.gates_armed):
-        verdict = "inconclusive"
-        notes.append("fault not exercised: a gate never matched or a fault never took effect")
-        notes += [f"gate {gate} ({spec}) never matched" for gate, spec in run.gates_armed.items()
-                  if gate not in run.gate_matched]
-        notes += [f"fault {f.id} ({f.kind} {f.target}) was not exercised: {f.why}" for f in faults if not f.exercised]
+        notes += reasons
     if run.end and run.end.get("status") not in (None, "ok", "error"):  # an error is the verdict's own `error`
         notes.append(f"the harness reported: {run.end.get('status')}: {run.end.get('detail', '')}")
         if verdict == "pass":
@@ -138,6 +172,11 @@ def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultRep
     notes += unsettled
     if unsettled and verdict == "pass":
         verdict = "inconclusive"
+    strangers = [e for e in run.refusals if _from_stranger(e)]
+    if strangers:
+        notes.append(f"the sink refused requests that carried no valid run token (first at {run.at(strangers[0])}: "
+                     f"{strangers[0].data.get('error')}, path {strangers[0].data.get('path')}): not from the run's "
+                     "workers, so nothing they said is in the ledger or the verdict")
     grace = run.start.get("shutdown_grace_s", "?")
     notes += [f"{e.worker} (pid {e.data.get('pid')}) did not stop within the shutdown grace of {grace}s after "
               "SIGTERM and was SIGKILLed: whatever it still had to report was lost (raise the target's "

@@ -143,6 +143,7 @@ class RunHistory:
     backend_restarts: list[Event] = field(default_factory=list)
     unexpected_exits: list[Event] = field(default_factory=list)  # processes that exited without the suite's doing
     refusals: list[Event] = field(default_factory=list)  # the first probe the sink refused, of each kind
+    waived: dict[str, str] = field(default_factory=dict)  # declared fault kind -> why the scenario did not inject it
     forced_exits: list[Event] = field(default_factory=list)  # SIGKILLed past the shutdown grace
     # Excuses for a reclaim: worker -> seq of the last fault that reached it after a claim; the seq of the
     # last fault that reached every worker (or of a backend restart); workers faulted from the start.

@@ -66,6 +66,8 @@ def scan(ledger: Iterable[Event]) -> RunHistory:
         elif kind == events.FAULT:
             _on_fault(run, event)
             _add_context(run, event)
+        elif kind == events.FAULT_WAIVED:
+            run.waived[str(event.data.get("kind"))] = str(event.data.get("why", ""))
         elif kind == events.FAULT_APPLIED:
             _on_fault_applied(run, event)
             _add_context(run, event)

@@ -54,6 +54,9 @@ class Verdict:
     exits: list[dict[str, Any]] = field(default_factory=list)
     # The Toxiproxy behind the workers' proxies, when the scenario had network faults: {kind, url}.
     network: dict[str, Any] | None = None
+    # Requests the sink refused (the first of each kind): {from: worker | stranger, status, error, path, seq}.
+    # A worker's refused probe makes the run an error; a stranger's (no valid run token) is only reported.
+    refused: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:

@@ -159,6 +159,11 @@ class ScenarioContext:
         self._doing("running the scenario")
         return held
 
+    def waive(self, kind: str, why: str) -> None:
+        """Say why this run does not inject a fault kind its FAULTS declares (the checker otherwise calls a
+        declared kind never injected inconclusive: the run proved nothing under it)."""
+        self.ledger.append(events.fault_waived(kind, why))
+
     def restart(self, name: str, gate: Gate | None = None) -> int:
         new_pid: int = self.nemesis.inject(restart.KIND.name, name, _armed_or_none(gate))["new_pid"]
         return new_pid

@@ -181,6 +181,7 @@ class Run:
             backend_kind=self.target.backend,
             cleaned=self.cleaned,  # what killed runs in the same runs dir had left, removed before this one
             shutdown_grace_s=self.target.shutdown_grace_s, scenario_params=self.scenario_params,
+            faults=list(self.scenario.faults),  # declared: each must be injected (or waived), else inconclusive
         ))
         status, detail = "ok", ""
         activity = ["starting the backend"]
