@@ -39,6 +39,7 @@ ENV_BEANSTALKD_URL = "CHAOS_BEANSTALKD_URL"
 ENV_RABBITMQ_URL = "CHAOS_RABBITMQ_URL"
 ENV_RABBITMQ_API_URL = "CHAOS_RABBITMQ_API_URL"  # its management API, which creates the run's vhost
 ENV_SERVER_MARKER = "CHAOS_SERVER_ID"  # in the environment of every process of a local server (not PostgreSQL)
+ENV_RUN_MARKER = "CHAOS_RUN_MARKER"  # in the environment of every worker and reconciler, inherited by their descendants
 ENV_TARGETS_PATH = "CHAOS_TARGETS_PATH"
 ENV_SCENARIOS_PATH = "CHAOS_SCENARIOS_PATH"
 ENV_RUNS_DIR = "CHAOS_RUNS_DIR"
@@ -62,6 +63,7 @@ GATE_ARMED, GATE_MATCHED, GATE_RELEASED = "gate.armed", "gate.matched", "gate.re
 FAULT, FAULT_APPLIED, FAULT_HEALED = "fault", "fault.applied", "fault.healed"
 FAULT_WAIVED = "fault.waived"  # a fault kind the scenario declares but does not need against this target
 PROCESS_START, PROCESS_EXIT = "process.start", "process.exit"
+CONTAINMENT = "process.containment"  # how the run finds its processes (marker, cgroup), before the first starts
 BACKEND_START, BACKEND_RESTART, BACKEND_EXIT = "backend.start", "backend.restart", "backend.exit"
 BACKEND_PREPARE = "backend.prepare"  # what a local server is about to create, journaled before it is
 # The per-worker proxies: which Toxiproxy serves them, and what the embedded one saw a partition do
@@ -70,7 +72,7 @@ NETWORK_PROXY = "network.proxy"  # a proxy the run is about to create, journaled
 KINDS = frozenset({
     RUN_START, RUN_END, ENQUEUE, SNAPSHOT, SNAPSHOT_TAKEN, DRAINED, DRAIN_TIMEOUT, PROBE_CLAIM, PROBE_EFFECT,
     PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
-    GATE_RELEASED, FAULT, FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, BACKEND_START,
+    GATE_RELEASED, FAULT, FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, CONTAINMENT, BACKEND_START,
     BACKEND_RESTART, BACKEND_EXIT, NETWORK_START, NETWORK_CUT, NETWORK_HELD,
     BACKEND_PREPARE, NETWORK_PROXY, FAULT_WAIVED,
 })
@@ -133,8 +135,12 @@ def drained(jobs: int) -> Record:
     return Record(DRAINED, CONTROLLER, None, None, {"jobs": jobs})
 
 
-def drain_timeout(timeout_s: float, error: str) -> Record:
-    return Record(DRAIN_TIMEOUT, CONTROLLER, None, None, {"timeout_s": timeout_s, "error": error})
+def drain_timeout(timeout_s: float, error: str, workers_exited: bool = False) -> Record:
+    """`workers_exited`: the wait ended before its bound, as no process was left that could finish a job."""
+    data: dict[str, Any] = {"timeout_s": timeout_s, "error": error}
+    if workers_exited:
+        data["workers_exited"] = True
+    return Record(DRAIN_TIMEOUT, CONTROLLER, None, None, data)
 
 
 def probe(point: str, job: str, worker: str | None, data: dict[str, Any]) -> Record:
@@ -189,6 +195,13 @@ def fault_healed(fault_id: str, target: str, data: dict[str, Any]) -> Record:
 def process_start(name: str, pid: int, role: str, argv: Any = None, create_time: float | None = None) -> Record:
     return Record(PROCESS_START, SUPERVISOR, None, name,
                   {"pid": pid, "role": role, "argv": argv, "create_time": create_time})
+
+
+def containment(marker: str, cgroup: str | None) -> Record:
+    """The marker every process of the run's workers carries in its environment, and the cgroup v2 holding
+    them (None where the machine allows none): written before the first worker starts, so `chaos clean`
+    finds whatever a killed runner's workers left, however they detached."""
+    return Record(CONTAINMENT, SUPERVISOR, None, None, {"marker": marker, "cgroup": cgroup})
 
 
 def process_exit(name: str, pid: int, role: str, returncode: int, signal: str | None = None, *,

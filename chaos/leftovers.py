@@ -8,16 +8,21 @@ from pathlib import Path
 import psutil
 
 from chaos import events
+from chaos.containment import members
 from chaos.ledger import read_events
 
 
 def run_processes(run_dir: Path) -> list[psutil.Process]:
     """Every process the run's ledger says it started (workers, reconcilers, the backend) still alive
     or stopped, plus any process whose command line or working directory mentions the run dir, or whose
-    environment carries its local server's marker (a daemon the server forked, such as RabbitMQ's epmd)."""
+    environment carries its local server's marker (a daemon the server forked, such as RabbitMQ's epmd),
+    or that its workers started, however it detached (the run's containment: marker and cgroup)."""
     pids: set[int] = set()
     markers: set[str] = set()
+    contained: list[psutil.Process] = []
     for event in read_events(run_dir / "ledger.sqlite"):
+        if event.kind == events.CONTAINMENT:
+            contained += members(str(event.data["marker"]), event.data.get("cgroup"))
         if event.kind == events.BACKEND_START and event.data.get("marker"):
             markers.add(str(event.data["marker"]))
         if event.kind in (events.PROCESS_START, events.BACKEND_START) and event.data.get("pid"):
@@ -32,7 +37,8 @@ def run_processes(run_dir: Path) -> list[psutil.Process]:
                 alive.append(proc)
         except psutil.NoSuchProcess:
             continue
-    return alive + processes_mentioning(str(run_dir)) + (processes_marked(markers) if markers else [])
+    return (alive + processes_mentioning(str(run_dir)) + (processes_marked(markers) if markers else [])
+            + contained)
 
 
 def processes_marked(markers: set[str]) -> list[psutil.Process]:

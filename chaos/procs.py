@@ -80,3 +80,21 @@ def kill_tree(pid: int) -> list[psutil.Process]:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGKILL)
     return descendants
+
+
+def is_stopped(process: psutil.Process) -> bool:
+    """True once the kernel shows this process stopped (or traced-stopped), or it is gone: it runs no more."""
+    try:
+        return process.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return True
+
+
+def wait_stopped(processes: Iterable[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait up to `timeout` seconds for every process to show stopped; returns those still running."""
+    pending = [process for process in processes if not is_stopped(process)]
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        time.sleep(0.001)
+        pending = [process for process in pending if not is_stopped(process)]
+    return pending

@@ -3,7 +3,8 @@ behind: its server's data in the run dir, its namespace (a schema, key prefix, t
 user's server. The next run in the same runs dir, or `chaos clean`, finds such runs by their ledgers (no
 end, or an interrupted one, and the runner recorded there no longer alive on this host) and removes
 what each backend recorded that it made or was about to make (`backend.prepare` is journaled before a
-server's data exists), and the proxies it journaled on a Toxiproxy that outlived it, never anything else;
+server's data exists), the proxies it journaled on a Toxiproxy that outlived it, and its workers' processes
+that no parent-death signal reached (`chaos.containment`), never anything else;
 the run's ledger then ends with `abandoned`, so it is cleaned once. Half-built PostgreSQL templates,
 shared by every run on the machine, are removed once their builder is gone."""
 
@@ -18,12 +19,14 @@ import psutil
 from chaos import events
 from chaos.backends.postgres.cluster import remove_half_built_templates
 from chaos.backends.registry import provider
+from chaos.containment import sweep
 from chaos.errors import ChaosError
 from chaos.events import Event
 from chaos.ledger import Ledger, last_event, read_events
 from chaos.runtime.network import clean_after_killed_run as clean_network
 
 CLEANABLE_END = "interrupted"  # a run interrupted while cleaning up may have left its data behind
+SWEEP_S = 5.0  # how long killing a run's leftover worker processes may take
 CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives start times from the boot time, which clock steps move
 
 
@@ -38,13 +41,13 @@ def clean_killed_runs(runs_dir: Path, url: str | None = None) -> list[tuple[bool
             continue  # the common case, a run that ended and cleaned up: one row read
         try:
             recorded = read_events(ledger_path, (events.RUN_START, events.BACKEND_PREPARE, events.BACKEND_START,
-                                                 events.NETWORK_START, events.NETWORK_PROXY))
+                                                 events.NETWORK_START, events.NETWORK_PROXY, events.CONTAINMENT))
         except ChaosError:
             continue  # not a ledger this suite can read: not ours to touch
         start = next((e.data for e in recorded if e.kind == events.RUN_START), None)
         if start is None or start.get("host") != socket.gethostname() or _runner_alive(start):
             continue
-        outcomes = [_clean_proxies(recorded)]
+        outcomes = [_sweep_workers(recorded), _clean_proxies(recorded)]
         outcomes += [_clean(start, e.data, ledger_path.parent, url) for e in recorded
                      if e.kind in (events.BACKEND_PREPARE, events.BACKEND_START)]
         said = "; ".join(what for _, what in outcomes if what)
@@ -71,6 +74,19 @@ def _clean_proxies(recorded: list[Event]) -> tuple[bool, str]:
     if started is None:
         return True, ""
     return clean_network(started, [e.data for e in recorded if e.kind == events.NETWORK_PROXY])
+
+
+def _sweep_workers(recorded: list[Event]) -> tuple[bool, str]:
+    """What the run's workers started that no parent-death signal reached (a wrapper's child, a process
+    that double-forked into its own session): found by the run's marker or cgroup, and SIGKILLed."""
+    killed, still = [], []
+    for contained in (e.data for e in recorded if e.kind == events.CONTAINMENT):
+        pids, left = sweep(str(contained["marker"]), contained.get("cgroup"), SWEEP_S)
+        killed += pids
+        still += [proc.pid for proc in left]
+    if still:
+        return False, f"its workers' processes {still} survived SIGKILL; end them as root"
+    return True, f"killed its workers' processes {killed}" if killed else ""
 
 
 def _end(ledger_path: Path, detail: str) -> None:

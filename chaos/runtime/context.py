@@ -16,6 +16,7 @@ from chaos.events import Event
 from chaos.faults import backend_restart, clock, kill, partition, restart, stop
 from chaos.faults.base import Scope
 from chaos.ledger import Ledger
+from chaos.names import check_name
 from chaos.runtime.gates import Gate as ArmedGate
 from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import ActiveFault, Nemesis
@@ -71,6 +72,7 @@ class ScenarioContext:
         if name is None:
             self._workers += 1
             name = f"w{self._workers}"
+        check_name(name, "worker name", "Pass ctx.start_worker() a plain name such as 'w1', or none.")
         if clock_offset_s is None:
             self.launcher.start_worker(name)
         else:
@@ -201,11 +203,19 @@ class ScenarioContext:
     # -- the queue's own view --------------------------------------------------------------------
 
     def wait_drained(self, timeout: float) -> bool:
+        """Ends once every job is finished, or at `timeout`, or a recovery bound after no process was left
+        that could finish one: waiting longer would change nothing but the run's length, and a job its
+        lost owner left is then past its recovery bound, so judged stuck as after the full wait."""
         deadline = time.monotonic() + timeout
         wanted = set(self.jobs)
         self._doing(f"waiting for the queue to drain its {len(wanted)} job(s)")
         last_error = ""
+        idle_since: float | None = None
         while True:
+            if not self.launcher.supervisor.nothing_works():
+                idle_since = None  # a worker started meanwhile (from a scenario's thread) starts the wait over
+            elif idle_since is None:
+                idle_since = time.monotonic()
             try:
                 states = {s.job: s.state for s in self.control.snapshot()}
                 if getattr(self.control, "shows_deliveries", True):
@@ -221,6 +231,10 @@ class ScenarioContext:
                 raise
             except Exception as exc:  # noqa: BLE001 - the backend may be restarting; keep polling
                 last_error = repr(exc)
+            if idle_since is not None and time.monotonic() >= idle_since + self.contract.recovery_bound_s:
+                self.ledger.append(events.drain_timeout(timeout, last_error, workers_exited=True))
+                self._doing("running the scenario")
+                return False
             if time.monotonic() >= deadline:
                 self.ledger.append(events.drain_timeout(timeout, last_error))
                 self._doing("running the scenario")

@@ -2,7 +2,9 @@
 
 Each process gets its own session (so its group can be signalled as a whole), a log file in the run
 dir, and a recorded identity (pid + create time): a signal is sent only while that identity still
-holds, so a recycled pid is never hit. Exits are reaped into the ledger as they happen.
+holds, so a recycled pid is never hit. Exits are reaped into the ledger as they happen. Every process is
+started from one long-lived thread (the parent-death signal is per thread), and carries the run's
+containment (`chaos.containment`), which finds its descendants however they detach.
 """
 
 from __future__ import annotations
@@ -18,10 +20,15 @@ from pathlib import Path
 import psutil
 
 from chaos import events
+from chaos.containment import RunCgroup, enter_cgroup, new_marker, sweep
 from chaos.errors import ConfigError, HarnessError
 from chaos.faults.base import Scope
 from chaos.ledger import Ledger
-from chaos.procs import die_with_parent, kill_group, wait_dead
+from chaos.procs import die_with_parent, kill_group, wait_dead, wait_stopped
+from chaos.runtime.spawner import Spawner
+
+STOP_BOUND_S = 10.0  # how long a SIGSTOPped process may take to show stopped before the stop is a harness error
+SWEEP_S = 5.0  # how long the end of the run may take to SIGKILL what the workers left
 
 
 @dataclass
@@ -57,8 +64,13 @@ class Supervisor:
         self.ledger = ledger
         self.log_dir = log_dir
         self.grace_s = grace_s  # how long SIGTERMed processes get to shut down before SIGKILL
+        self.grace_ends_by: float | None = None  # time.monotonic() past which no grace is given (the run's deadline)
         self.processes: dict[str, Managed] = {}
         self._lock = threading.Lock()
+        self.marker = new_marker()
+        self.cgroup = RunCgroup.create(self.marker)
+        ledger.append(events.containment(self.marker, str(self.cgroup.path) if self.cgroup else None))
+        self._spawner = Spawner()
 
     def start(self, name: str, argv: list[str], env: dict[str, str], role: str = "worker",
               cwd: Path | None = None) -> Managed:
@@ -70,7 +82,7 @@ class Supervisor:
         # and its registration here, or the process would be nobody's to stop: hold SIGALRM until then.
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
         try:
-            return self._start(name, argv, env, role, cwd, log)
+            return self._spawner.call(lambda: self._start(name, argv, env, role, cwd, log))
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
@@ -78,9 +90,10 @@ class Supervisor:
                log: Path) -> Managed:
         try:
             with open(log, "ab") as out:
-                popen = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True,
-                                         preexec_fn=_child_setup(die_with_parent()))
+                popen = subprocess.Popen(argv, env={**env, events.ENV_RUN_MARKER: self.marker}, cwd=cwd,
+                                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True, preexec_fn=_child_setup(
+                                             die_with_parent(), self.cgroup.entry() if self.cgroup else None))
         except FileNotFoundError as exc:
             raise ConfigError(
                 f"Cannot start {role} {name}: the program {argv[0]!r} was not found. Expected an executable "
@@ -129,15 +142,42 @@ class Supervisor:
                 continue
         if sig == signal.SIGSTOP and hit:
             managed.stopped = True
+            self._wait_stopped(managed, scope, hit)
         elif sig in (signal.SIGCONT, signal.SIGKILL):
             managed.stopped = False
         return hit
+
+    def _wait_stopped(self, managed: Managed, scope: Scope, hit: list[int]) -> None:
+        """A stop is applied once the kernel shows every process of the tree stopped, not when the signal
+        is sent (a process stops only when next scheduled). A child forked just before the stop reached its
+        parent is stopped too, and added to `hit`."""
+        while True:
+            still = wait_stopped([proc for proc in self._members(managed, scope) if proc.pid in hit], STOP_BOUND_S)
+            if still:
+                raise HarnessError(f"{managed.name}: processes {[proc.pid for proc in still]} were sent SIGSTOP but "
+                                   f"did not show stopped within {STOP_BOUND_S:g}s")
+            late = [proc for proc in self._members(managed, scope) if proc.pid not in hit]
+            if not late:
+                return
+            for proc in late:
+                try:
+                    proc.send_signal(signal.SIGSTOP)
+                except psutil.Error:
+                    continue
+                hit.append(proc.pid)
 
     def all_exited(self, role: str) -> bool:
         """Whether processes of this role were started and none is alive any more."""
         with self._lock:
             started = [m for m in self.processes.values() if m.role == role]
         return bool(started) and not any(m.alive for m in started)
+
+    def nothing_works(self) -> bool:
+        """Whether workers were started and no process that could still move a job is alive: every worker
+        has exited and so has the reconciler (which may dead-letter a job on its own)."""
+        with self._lock:
+            reconcilers = [m for m in self.processes.values() if m.role != "worker"]
+        return self.all_exited("worker") and not any(m.alive for m in reconcilers)
 
     def kill(self, name: str, scope: Scope = "tree") -> list[int]:
         return self.signal(name, signal.SIGKILL, scope)
@@ -164,7 +204,9 @@ class Supervisor:
 
     def close(self) -> None:
         """Resume anything stopped, terminate everything, give it the grace to shut down, SIGKILL what is
-        left (its exit says `forced`), and reap it all: nothing is left behind."""
+        left (its exit says `forced`) and whatever the workers started that left their tree, and reap it
+        all: nothing is left behind. Then the spawner thread ends."""
+        self._spawner.fence()  # a start under way is registered before anything is stopped
         with self._lock:
             running = [m for m in self.processes.values() if m.alive]
         for managed in running:
@@ -172,22 +214,27 @@ class Supervisor:
                 self.signal(managed.name, signal.SIGCONT)
             self.signal(managed.name, signal.SIGTERM)
         deadline = time.monotonic() + self.grace_s
+        if self.grace_ends_by is not None:  # a grace longer than the run has left is not waited out
+            deadline = min(deadline, self.grace_ends_by)
         for managed in running:
             if self.wait_exit(managed.name, max(0.0, deadline - time.monotonic())) is None:
                 managed.forced = True
                 self.kill(managed.name)
                 self.wait_exit(managed.name, 5.0)
         leftovers = [proc for managed in running for proc in kill_group(managed.pid)]
-        if still := wait_dead(leftovers, 5.0):
+        _, escaped = sweep(self.marker, str(self.cgroup.path) if self.cgroup else None, SWEEP_S)
+        if still := wait_dead(leftovers, 5.0) + escaped:
             raise HarnessError(f"processes {[proc.pid for proc in still]} survived SIGKILL at the end of the run")
+        self._spawner.close()
 
 
-def _child_setup(die: Callable[[], None]) -> Callable[[], None]:
+def _child_setup(die: Callable[[], None], cgroup: tuple[str, bytes] | None) -> Callable[[], None]:
     """In the child before exec: SIGALRM unblocked again (a signal mask survives exec, and queue libraries
-    time jobs out with SIGALRM), and the parent-death signal armed."""
+    time jobs out with SIGALRM), inside the run's cgroup, and the parent-death signal armed."""
 
     def setup() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+        enter_cgroup(cgroup)
         die()
 
     return setup
