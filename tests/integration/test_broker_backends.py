@@ -74,7 +74,8 @@ def test_a_private_rabbitmq_node_keeps_persistent_messages_and_leaves_nothing(tm
     started: list[Record] = []
     server = LocalRabbitMQ.open(settings(tmp_path, started))
     try:
-        node = started[0].data
+        assert [r.kind for r in started] == ["backend.prepare", "backend.start"]
+        node = started[1].data
         assert node["node"].startswith("queue-chaos-") and node["ports"]["epmd"] != 4369
         names = {p.name() for p in server_processes(server.marker, server.data_dir)}
         assert {"beam.smp", "epmd"} <= names, names  # its own epmd, on its own port
@@ -99,11 +100,13 @@ def test_a_private_rabbitmq_node_keeps_persistent_messages_and_leaves_nothing(tm
 
 
 def test_a_killed_runs_server_is_swept_by_its_marker(tmp_path: Path) -> None:
-    """What `chaos clean` does for a run whose runner was SIGKILLed: its ledger's backend.start is enough."""
+    """What `chaos clean` does for a run whose runner was SIGKILLed: its ledger's backend.prepare, journaled
+    before the server's data dir existed, is enough."""
     started: list[Record] = []
     server = LocalRedis.open(settings(tmp_path / "backend", started))
     try:
         assert server_processes(server.marker, server.data_dir)
+        assert started[0].kind == "backend.prepare"
         done, said = LocalRedis.clean_after_killed_run(started[0].data, tmp_path, None)
         assert done and "removed" in said
         assert server_processes(server.marker, server.data_dir) == []

@@ -96,8 +96,9 @@ def test_local_start_accepts_queries(local: LocalPostgres, events: Events) -> No
         assert conn.execute("select current_user, current_database()").fetchone() == ("postgres", "chaos")
     assert f"port={local.port}" in local.dsn and "host=127.0.0.1" in local.dsn
     assert local.pid is not None and psutil.pid_exists(local.pid)
-    assert events[0][0] == "backend.start"
-    assert events[0][1]["pid"] == local.pid and events[0][1]["port"] == local.port
+    assert [kind for kind, _ in events] == ["backend.prepare", "backend.start"]
+    assert events[0][1]["pgdata"] == events[1][1]["pgdata"] == str(local.pgdata), "the data dir, journaled first"
+    assert events[1][1]["pid"] == local.pid and events[1][1]["port"] == local.port
     assert events[0][1]["provider"] == "local"
 
 
