@@ -21,8 +21,14 @@ from typing import Any, cast
 
 from chaos.toxiproxy.toxics import BEHAVIOURS, STREAMS, Behaviour, Timeout, Toxic
 
-HIGH_WATER = 1 << 20  # bytes queued in a toxic chain before the source's reads pause
-LOW_WATER = 1 << 18
+BACKLOG = 4096  # Go's listen backlog (the kernel's somaxconn, capped there): a burst of connects waits, not drops
+# Bytes queued in a toxic chain before the source's reads pause (they resume below a quarter of it). A
+# chain that holds chunks for a while (latency) needs the bytes of that while in flight, or it caps the
+# rate at queue / delay: its budget is the delay at DELAY_RATE, up to MAX_QUEUE (Go's latency stub holds
+# up to 1,024 chunks of at most 32 KiB).
+HIGH_WATER = 1 << 20
+DELAY_RATE = 2e9  # bytes per second of delay
+MAX_QUEUE = 32 << 20
 Journal = Callable[[str, str, dict[str, Any]], None]  # (what, proxy, data): what the server saw happen
 
 
@@ -58,9 +64,11 @@ class Proxy:
         try:
             host, port = split_address(self.listen or ":0")  # no listen: any interface, a free port
             if host and host != "::":
-                self._listener = await loop.create_server(lambda: ClientSide(self), host, port, reuse_address=True)
+                self._listener = await loop.create_server(lambda: ClientSide(self), host, port, reuse_address=True,
+                                                         backlog=BACKLOG)
             else:
-                self._listener = await loop.create_server(lambda: ClientSide(self), sock=_any_interface(port))
+                self._listener = await loop.create_server(lambda: ClientSide(self), sock=_any_interface(port),
+                                                         backlog=BACKLOG)
         except (OSError, ValueError) as exc:
             raise ApiFailure(listen_error(self.listen, exc)) from exc
         bound = self._listener.sockets[0].getsockname()
@@ -211,6 +219,7 @@ class Link:
         self.active: list[Behaviour] = []
         self.queue: deque[tuple[float, bytes]] = deque()
         self.queued = 0
+        self.high_water = HIGH_WATER
         self.eof = False
         self.interrupted = asyncio.Event()
         self.wake = asyncio.Event()
@@ -231,6 +240,8 @@ class Link:
         self.behaviours = kept
         rng = self.connection.proxy.rng
         self.active = [kept[t.name] for t in chain if t.toxicity >= 1 or rng.random() < t.toxicity]
+        delay = sum(behaviour.holds_s() for behaviour in self.active)
+        self.high_water = int(min(MAX_QUEUE, max(HIGH_WATER, delay * DELAY_RATE)))
         self.interrupted.set()  # in-flight waits end: the chunk being worked on is flushed
         self._arm_idle()
         if self.active and self.pump is None and not self.connection.closed:
@@ -244,7 +255,7 @@ class Link:
             return
         self.queue.append((time.monotonic(), data))
         self.queued += len(data)
-        if self.queued > HIGH_WATER:
+        if self.queued > self.high_water:
             self.connection.pause(self.source, "queue")
         self._arm_idle()
         self.wake.set()
@@ -281,7 +292,7 @@ class Link:
             if self.queue:
                 arrival, data = self.queue.popleft()
                 self.queued -= len(data)
-                if self.queued < LOW_WATER:
+                if self.queued < self.high_water // 4:
                     self.connection.resume(self.source, "queue")
                 self.interrupted.clear()
                 await self._through(list(self.active), 0, arrival, data)
@@ -395,7 +406,7 @@ def _any_interface(port: int) -> socket.socket:
         sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("::", port))
-        sock.listen(128)
+        sock.listen(BACKLOG)
     except OSError:
         sock.close()
         raise

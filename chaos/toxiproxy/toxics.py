@@ -121,8 +121,15 @@ class Behaviour:
     def closes_on_removal(self) -> bool:
         return False
 
+    def holds_s(self) -> float:
+        """How long this toxic may hold a chunk: the link queues that long's worth of bytes."""
+        return 0.0
+
 
 class Latency(Behaviour):
+    def holds_s(self) -> float:
+        return max(0, self.attributes["latency"] + max(self.attributes["jitter"], 0)) / 1000.0
+
     async def run(self, stream: Stream, arrival: float, data: bytes, emit: Emit) -> None:
         jitter = self.attributes["jitter"]
         delay_ms = self.attributes["latency"] + (self.rng.randrange(-jitter, jitter) if jitter > 0 else 0)
