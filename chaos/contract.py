@@ -26,6 +26,10 @@ class Contract:
     recovery_bound_s: float
     delivery: str = "at-least-once"
     lease_s: float | None = None
+    # A reservation that lasts this long without a renewal but also ends the moment its owner's connection
+    # closes (beanstalkd's TTR): the heartbeat gap rule's bound where there is no lease_s (which would also
+    # make a reclaim from a just-killed owner early).
+    reservation_s: float | None = None
     heartbeat_s: float | None = None
     stale_ack: str = "rejected"
     overlap: str = "never"
@@ -50,7 +54,7 @@ class Contract:
         for key, allowed in (("delivery", DELIVERY), ("stale_ack", STALE_ACK), ("overlap", OVERLAP)):
             if key in raw and raw[key] not in allowed:
                 raise ConfigError(f"{where}: contract {key} = {raw[key]!r}; expected one of {', '.join(allowed)}.")
-        for key in ("recovery_bound_s", "lease_s", "heartbeat_s", "lease_tolerance_s"):
+        for key in ("recovery_bound_s", "lease_s", "reservation_s", "heartbeat_s", "lease_tolerance_s"):
             value = raw.get(key)
             if value is not None and not is_seconds(value):
                 raise ConfigError(f"{where}: contract {key} = {value!r}; expected {SECONDS}.")
@@ -67,6 +71,11 @@ class Contract:
         if self.lease_tolerance_s is not None:
             return self.lease_tolerance_s
         return 0.25 * (self.lease_s or 0.0)
+
+    @property
+    def renewal_bound_s(self) -> float | None:
+        """How long an owner may hold a job between accepted extensions: its lease, or its reservation."""
+        return self.lease_s if self.lease_s is not None else self.reservation_s
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

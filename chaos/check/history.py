@@ -25,8 +25,9 @@ class Execution:
     """One claim of a job by (worker, token), until its ack, abandon, process exit or kill.
     Compared and hashed by identity."""
 
-    __slots__ = ("job", "worker", "token", "pid", "claim", "end", "ended_by", "last_effect", "superseded_by",
-                 "extended_at", "lost_at", "late_beats", "stale_extended", "covered")
+    __slots__ = ("job", "worker", "token", "pid", "claim", "at", "since", "end", "ended_by", "last_effect",
+                 "superseded_by", "extended_at", "extended_by", "extended_seq", "gap", "lost_at", "late_beats",
+                 "stale_extended", "covered")
 
     def __init__(self, job: str, worker: str, token: Any, pid: Any, claim: Event) -> None:
         self.job = job
@@ -34,11 +35,19 @@ class Execution:
         self.token = token
         self.pid = pid
         self.claim = claim
+        # When it claimed, as far as the ledger proves: its report's arrival, or earlier for a claim sent
+        # before a fault froze or killed its worker (`chaos.check.in_flight`); `since` is the last seq before
+        # that time, so a fault journaled after it counts as since the claim.
+        self.at = claim.mono
+        self.since = claim.seq
         self.end: Event | None = None
         self.ended_by: str | None = None
         self.last_effect: Event | None = None  # its latest accepted effect
         self.superseded_by: Execution | None = None  # the next claim of the job (ownership moved on)
         self.extended_at = claim.mono  # its last accepted claim or extension
+        self.extended_by = claim  # that claim or extension
+        self.extended_seq = claim.seq  # a fault after this seq explains a gap before the next extension
+        self.gap: Gap | None = None  # its longest gap between accepted extensions that no fault explains
         self.lost_at: Event | None = None  # its failed extension, unless a later one succeeded
         self.late_beats = 0  # heartbeats reported after it was superseded
         self.stale_extended = False  # a stale extension of it was found (reported once)
@@ -46,6 +55,16 @@ class Execution:
 
     def who(self) -> str:
         return f"{self.worker} (token {self.token})" if self.token is not None else f"{self.worker} (no token)"
+
+
+@dataclass(slots=True)
+class Gap:
+    """Two consecutive accepted extensions of one execution (or its claim and its first extension): the
+    heartbeat gap rule compares their distance with the lease, which only the contract knows."""
+
+    seconds: float
+    since: Event  # the claim or extension before the gap
+    until: Event  # the extension after it
 
 
 @dataclass(slots=True)
@@ -144,6 +163,14 @@ class RunHistory:
     unexpected_exits: list[Event] = field(default_factory=list)  # processes that exited without the suite's doing
     refusals: list[Event] = field(default_factory=list)  # the first probe the sink refused, of each kind
     waived: dict[str, str] = field(default_factory=dict)  # declared fault kind -> why the scenario did not inject it
+    reaped: dict[tuple[str, Any], Event] = field(default_factory=dict)  # (worker, pid) -> its process.exit
+    # worker -> the faults that froze or ended its process (stop, kill, restart), in journal order
+    freezes: dict[str, list[FaultHistory]] = field(default_factory=dict)
+    last_probe: dict[tuple[str, Any], float] = field(default_factory=dict)  # (worker, pid) -> its last probe's time
+    # Faults that may explain a heartbeat gap: worker -> seq of the last fault event (journal, applied or
+    # healed) that reached it; the same for faults reaching every worker (a backend restart).
+    touched: dict[str, int] = field(default_factory=dict)
+    everyone_touched: int = -1
     forced_exits: list[Event] = field(default_factory=list)  # SIGKILLed past the shutdown grace
     # Excuses for a reclaim: worker -> seq of the last fault that reached it after a claim; the seq of the
     # last fault that reached every worker (or of a backend restart); workers faulted from the start.

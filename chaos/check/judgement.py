@@ -5,6 +5,10 @@
 - dead letters: a job ending dead after a number of claims != contract.max_attempts (when set), or a
   job enqueued with fail=false ending dead, is a `dead_lettered` violation.
 - a recovery past contract.recovery_bound_s is a `recovery_bound_exceeded` violation.
+- `heartbeat_gap` (with a contract lease_s or reservation_s): an owner whose consecutive accepted
+  extensions (or its claim and first extension) were further apart than that bound, plus the tolerance,
+  with no fault on it to explain the gap: it held the job past its lease, and only a queue that failed to
+  expire it let the next extension succeed.
 - `early_reclaim` (with a contract lease_s): a claim that took the job from an owner that had not released
   it, sooner than the owner's lease allowed: before its last accepted claim or extension plus lease_s,
   less contract.reclaim_tolerance_s. (A kill does not excuse it: a lease outlives its owner.)
@@ -33,7 +37,8 @@ def judge_job(history: JobHistory, contract: Contract,
               run: RunHistory) -> tuple[str, list[Violation], list[dict[str, Any]]]:
     """The job's outcome, the violations it shows under the contract, and the anomalies the contract allows."""
     outcome, reason = _outcome(history, contract, run)
-    if not reason and not history.findings and not history.recoveries and not history.reclaims:
+    gaps = _heartbeat_gaps(history, contract, run)
+    if not reason and not history.findings and not history.recoveries and not history.reclaims and not gaps:
         return outcome, [], []  # the common case
     witness: list[dict[str, Any]] | None = None
 
@@ -64,7 +69,30 @@ def judge_job(history: JobHistory, contract: Contract,
                 {"recovery_s": round(recovery.seconds, 4), "bound_s": bound, "fault": recovery.fault,
                  "owner": recovery.owner, "by": recovery.by}))
     found += [violation("early_reclaim", why, detail) for why, detail in _early_reclaims(history, contract, run)]
+    found += [violation("heartbeat_gap", why, detail) for why, detail in gaps]
     return outcome, found, allowed
+
+
+def _heartbeat_gaps(history: JobHistory, contract: Contract, run: RunHistory) -> list[tuple[str, dict[str, Any]]]:
+    """Each execution's longest unexplained gap between accepted extensions, when it is past the lease (the
+    reports' times are upper bounds of the commits, hence the tolerance)."""
+    bound = contract.renewal_bound_s
+    if bound is None:
+        return []
+    tolerance = contract.lease_tolerance_s if contract.lease_tolerance_s is not None else 0.25 * bound
+    key = "lease_s" if contract.lease_s is not None else "reservation_s"
+    gaps = []
+    for execution in history.executions:
+        gap = execution.gap
+        if gap is None or gap.seconds <= bound + tolerance:
+            continue
+        gaps.append((f"{execution.who()} held it {gap.seconds:.3f}s between accepted extensions (from "
+                     f"{run.at(gap.since)} to {run.at(gap.until)}), past {key} = {bound}s (tolerance {tolerance:.3f}s) "
+                     "with no fault on it to explain the gap: its lease had run out while it worked, and the queue "
+                     "still accepted the next extension",
+                     {"worker": execution.worker, "token": execution.token, "gap_s": round(gap.seconds, 4),
+                      key: bound}))
+    return gaps
 
 
 def _early_reclaims(history: JobHistory, contract: Contract, run: RunHistory) -> list[tuple[str, dict[str, Any]]]:
@@ -77,7 +105,7 @@ def _early_reclaims(history: JobHistory, contract: Contract, run: RunHistory) ->
     early = []
     for reclaim in history.reclaims:
         owner, claimer = reclaim.owner, reclaim.claimer
-        soon = owner.extended_at + lease - claimer.claim.mono
+        soon = owner.extended_at + lease - claimer.at
         if reclaim.excused or soon <= tolerance:
             continue
         early.append((f"{claimer.who()} claimed it at {run.at(claimer.claim)}, {soon:.3f}s before the lease of "

@@ -35,7 +35,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from chaos import events
-from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, JobHistory, Reclaim, Recovery, RunHistory
+from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, Gap, JobHistory, Reclaim, Recovery, RunHistory
+from chaos.check.in_flight import InFlight, in_flight
 from chaos.events import Event
 from chaos.faults.base import FaultKind
 
@@ -61,6 +62,8 @@ def scan(ledger: Iterable[Event]) -> RunHistory:
             handler = _JOB_HANDLERS.get(kind)
             if handler is not None:
                 handler(run, history, event)
+            if event.source == events.SINK:
+                run.last_probe[(event.worker or "?", event.data.get("pid"))] = event.mono
             if watched and event.worker in watched and kind.startswith(events.PROBE_PREFIX):
                 _watch(watched[event.worker], event)
         elif kind == events.FAULT:
@@ -147,10 +150,69 @@ def _end(run: RunHistory, execution: Execution, event: Event, how: str) -> None:
 
 
 def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
-    worker = event.worker or "?"
-    token = event.data.get("token")
-    execution = Execution(history.job, worker, token, event.data.get("pid"), event)
-    execution.covered = run.suspended.get(worker, 0) > 0
+    execution = Execution(history.job, event.worker or "?", event.data.get("token"), event.data.get("pid"), event)
+    execution.covered = run.suspended.get(execution.worker, 0) > 0
+    flight = in_flight(run, event)
+    successor = None
+    if flight is not None:  # sent before a fault froze or ended its worker: judged at that time
+        execution.at = execution.extended_at = flight.at
+        execution.since = execution.extended_seq = flight.since
+        successor = _successor(history, execution)
+    if successor is None:
+        _take(run, history, execution, event)
+    else:
+        _insert_before(run, history, execution, successor)
+    if flight is not None:
+        _crossed(run, history, execution, flight, successor)
+
+
+def _successor(history: JobHistory, execution: Execution) -> Execution | None:
+    """The earliest of the job's claims reported since, but made after this one (its report came late)."""
+    successor = None
+    for other in reversed(history.executions):
+        if other.at <= execution.at or (other.worker, other.token) == (execution.worker, execution.token):
+            break
+        successor = other
+    return successor
+
+
+def _insert_before(run: RunHistory, history: JobHistory, execution: Execution, successor: Execution) -> None:
+    """A claim made before `successor`'s but reported after it: ownership went from it to `successor`."""
+    history.executions.insert(history.executions.index(successor), execution)
+    history.by_key.setdefault((execution.worker, execution.token), execution)
+    execution.superseded_by = successor
+    excused = execution.covered or run.suspended_since.get(execution.worker, -1) > execution.since
+    history.reclaims.append(Reclaim(execution, successor, excused))
+    run.open.setdefault(execution.worker, set()).add(execution)
+
+
+def _crossed(run: RunHistory, history: JobHistory, execution: Execution, flight: InFlight,
+             successor: Execution | None) -> None:
+    """What the faults it crossed did to it: a reaped process ended it, and the first fault that took its
+    job starts the job's recovery (closed by `successor`'s claim, when one was already reported)."""
+    if flight.exit is not None:
+        _end(run, execution, flight.exit, "exit")
+    for fault in flight.crossed:
+        if not fault.rule.takes_owner:
+            continue
+        if fault.applied is None:  # its application takes it with the rest, unless it is already over
+            if execution.end is not None:
+                fault.victims.append(execution)
+            return
+        fault.victims.append(execution)
+        if successor is None:
+            if history.latest is execution and history.lost_owner_at is None:
+                history.lost_owner_at = fault.applied.mono
+                history.lost = (fault.id, execution.worker)
+        elif not any(r.claim_seq == successor.claim.seq for r in history.recoveries):
+            history.recoveries.append(Recovery(max(0.0, successor.claim.mono - fault.applied.mono), fault.id,
+                                               execution.worker, successor.worker, successor.claim.seq))
+        return
+
+
+def _take(run: RunHistory, history: JobHistory, execution: Execution, event: Event) -> None:
+    """The claim takes the job from its current owner, if any: the usual case, in report order."""
+    worker, token = execution.worker, execution.token
     previous = history.latest
     if previous is not None:
         if previous.worker == worker and previous.token == token:
@@ -158,10 +220,10 @@ def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
         else:
             previous.superseded_by = execution
             if not _released(previous):
-                excused = previous.covered or run.suspended_since.get(previous.worker, -1) > previous.claim.seq
+                excused = previous.covered or run.suspended_since.get(previous.worker, -1) > previous.since
                 history.reclaims.append(Reclaim(previous, execution, excused))
             if not execution.covered and _taken_from_healthy_owner(run, previous):
-                held = event.mono - previous.claim.mono
+                held = event.mono - previous.at
                 when = ("still owned it" if previous.end is None else
                         f"had lost it to this claim (it gave it up at {run.at(previous.end)}, reported before the "
                         "claim that caused it)")
@@ -212,7 +274,7 @@ def _taken_from_healthy_owner(run: RunHistory, previous: Execution) -> bool:
 
 def _owner_faulted(run: RunHistory, execution: Execution) -> bool:
     """Did a fault that excuses a reclaim reach the owner (since its claim, or from its start)?"""
-    since = execution.claim.seq
+    since = execution.since
     return (execution.covered or run.owner_faulted.get(execution.worker, -1) > since
             or execution.worker in run.always_excused or run.everyone_faulted > since)
 
@@ -266,10 +328,21 @@ def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
                 "of it was reported: the queue extended a lease it no longer granted"), claimer=winner)
     if ok:
         if winner is None:
-            execution.extended_at = event.mono
+            _extended(run, execution, event)
         execution.lost_at = None
     elif execution.lost_at is None:
         execution.lost_at = event
+
+
+def _extended(run: RunHistory, execution: Execution, event: Event) -> None:
+    """An accepted extension by the job's owner; the gap since its previous one (or its claim) is kept when
+    it is the longest so far and no fault on its worker (or on everyone) explains it."""
+    gap = event.mono - execution.extended_at
+    explained = (max(run.touched.get(execution.worker, -1), run.everyone_touched) > execution.extended_seq
+                 or run.suspended.get(execution.worker, 0) > 0 or execution.worker in run.always_excused)
+    if not explained and (execution.gap is None or gap > execution.gap.seconds):
+        execution.gap = Gap(gap, execution.extended_by, event)
+    execution.extended_at, execution.extended_by, execution.extended_seq = event.mono, event, event.seq
 
 
 def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
@@ -316,6 +389,18 @@ def _on_fault(run: RunHistory, event: Event) -> None:
         run.suspended_since[fault.target] = event.seq
     if rule.watch_probe is not None and fault.target:
         run.watched.setdefault(fault.target, []).append(fault)
+    if (rule.suspends or rule.ends_executions) and fault.target:
+        run.freezes.setdefault(fault.target, []).append(fault)
+    _touch(run, fault, event)
+
+
+def _touch(run: RunHistory, fault: FaultHistory, event: Event) -> None:
+    """Note that this fault acted on its target (or on everyone) at this event: it explains a heartbeat gap
+    around it."""
+    if fault.rule.reach == "everyone":
+        run.everyone_touched = event.seq
+    elif fault.target:
+        run.touched[fault.target] = event.seq
 
 
 def _on_fault_applied(run: RunHistory, event: Event) -> None:
@@ -323,6 +408,7 @@ def _on_fault_applied(run: RunHistory, event: Event) -> None:
     if fault is None:
         return
     fault.applied = event
+    _touch(run, fault, event)
     rule = fault.rule
     if not rule.takes_owner:
         return
@@ -386,6 +472,7 @@ def _on_process_or_backend(run: RunHistory, event: Event) -> None:
     worker = event.worker
     if kind == events.PROCESS_EXIT and worker:
         run.exits.setdefault(worker, []).append(event)
+        run.reaped[(worker, event.data.get("pid"))] = event
         if event.data.get("expected") is False:
             run.unexpected_exits.append(event)
         if event.data.get("forced"):
@@ -397,11 +484,13 @@ def _on_process_or_backend(run: RunHistory, event: Event) -> None:
         fault = run.faults.get(event.data.get("id", ""))
         if fault is not None:
             fault.healed = event
+            _touch(run, fault, event)
             if fault.rule.suspends and fault.target and run.suspended.get(fault.target):
                 run.suspended[fault.target] -= 1
     elif kind == events.BACKEND_RESTART:
         run.backend_restarts.append(event)
         run.everyone_faulted = max(run.everyone_faulted, event.seq)
+        run.everyone_touched = event.seq
     elif kind == events.NETWORK_START:
         run.network = event.data
 

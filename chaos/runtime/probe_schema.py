@@ -5,6 +5,7 @@ end of the run."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from chaos import events
@@ -18,6 +19,8 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     "worker": (lambda v: isinstance(v, str), "a string"),
     "pid": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
     "clock": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number (seconds)"),
+    "sent": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+             "a number (the worker's time.monotonic() when it sent the probe)"),
     "token": (lambda v: v is None or (isinstance(v, (str, int)) and not isinstance(v, bool)), _TOKEN),
     "key": (lambda v: v is None or isinstance(v, str), "a string or null"),
     "fence": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),

@@ -1,7 +1,9 @@
 """Worker-side probe client: standard library only and Python 3.8 syntax, so it imports inside any
 target's virtualenv (often older than the suite's).
 
-Every probe carries the worker's own wall clock (`clock`), so a skewed clock shows in the ledger.
+Every probe carries the worker's own wall clock (`clock`), so a skewed clock shows in the ledger, and its
+monotonic clock when sent (`sent`: CLOCK_MONOTONIC is system-wide, as the ledger's own `mono`), so a claim
+whose report a stop or a kill delayed is judged when it was sent, not when it arrived.
 A worker calls these at the points of a job's life; each call blocks until the sink has committed the
 probe to the ledger (and, when a gate holds it, until the controller releases it).
 """
@@ -101,6 +103,7 @@ def _connection() -> _Connection:
 def send(point: str, job: str, **fields: Any) -> dict[str, Any]:
     """POST one probe over this thread's keep-alive connection and return the sink's answer."""
     body = dict(fields, job=job, worker=os.environ.get(events.ENV_WORKER_ID, ""), pid=os.getpid(), clock=time.time())
+    body.setdefault("sent", time.monotonic())  # a caller that learned of the claim earlier may pass that time
     conn = _connection()
     try:
         status, raw = conn.post(events.PROBE_PATH + urllib.parse.quote(point, safe=""),
