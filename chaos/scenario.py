@@ -16,6 +16,7 @@ from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.errors import ConfigError
 from chaos.events import Event
 from chaos.faults.base import Scope
+from chaos.names import check_name
 from chaos.target import Job
 from chaos.usercode import load_module
 
@@ -179,6 +180,7 @@ class Scenario:
 
 
 def load_scenario(path: Path) -> Scenario:
+    check_name(path.stem, "scenario name (its file's name)", f"Rename {path} to a plain file name.")
     module = load_module(path, f"chaos_scenario_{path.stem}", "scenario")
     run = getattr(module, "run", None)
     if not callable(run):

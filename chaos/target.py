@@ -17,6 +17,7 @@ from chaos.backends.base import Backend, Endpoint
 from chaos.backends.registry import KINDS
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.errors import ConfigError
+from chaos.names import check_name
 from chaos.usercode import load_module
 
 PLACEHOLDERS = ("python", "target_dir")
@@ -167,7 +168,9 @@ def load_target(folder: Path) -> Target:
     if not is_seconds(grace):
         raise ConfigError(f"{file}: shutdown_grace_s = {grace!r}; expected {SECONDS} (how long workers get to "
                           "shut down after SIGTERM at the end of a run).")
-    return Target(str(raw.get("name", folder.name)), folder.resolve(), str(raw.get("description", "")), backend,
+    name = check_name(raw.get("name", folder.name), f"target name in {file}",
+                      "Set name = \"...\" in target.toml (or rename the folder, whose name is the default).")
+    return Target(name, folder.resolve(), str(raw.get("description", "")), backend,
                   str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, kinds,
                   float(grace))
 

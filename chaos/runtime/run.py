@@ -32,6 +32,7 @@ from chaos.errors import ChaosError, ConfigError, NotExercised, ScenarioError
 from chaos.events import Event
 from chaos.faults import KINDS
 from chaos.ledger import Ledger, read_events
+from chaos.names import id_part
 from chaos.reports import write_reports
 from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.context import ScenarioContext
@@ -154,7 +155,8 @@ class Run:
         self.cleaned = [line for _, line in clean_killed_runs(options.runs_dir, options.backend_url)]
         self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        self.dir = options.runs_dir / f"{stamp}-{self.target.name}-{scenario.name}"
+        # The run id (the dir's name) is a key prefix, a schema, a vhost: no character a pattern reads.
+        self.dir = options.runs_dir / f"{stamp}-{id_part(self.target.name)}-{id_part(scenario.name)}"
         try:
             self.dir.mkdir(parents=True, exist_ok=False)
         except OSError as exc:

@@ -37,9 +37,23 @@ class Keys:
     def heartbeat(self, worker: str) -> str:
         return self.prefix + "heartbeat:" + worker
 
+    def processing_lists(self) -> str:
+        """The SCAN MATCH / KEYS pattern of every processing list of this run, whatever its prefix holds."""
+        return glob_escape(self.processing("")) + "*"
+
+    def every_key(self) -> str:
+        """The pattern of every key of this run."""
+        return glob_escape(self.prefix) + "*"
+
     def orphan(self, worker: str) -> str:
         """When a reconciler first saw this worker's heartbeat missing (its guard starts then)."""
         return self.prefix + "orphan:" + worker
+
+
+def glob_escape(text: str) -> str:
+    """`text` matched literally inside a Redis glob (SCAN MATCH, KEYS): a prefix holding `[v2]` would
+    otherwise match `v` or `2`, never itself, and the run's own keys would be invisible to it."""
+    return "".join("\\" + char if char in "\\*?[]^" else char for char in text)
 
 
 def entry(job: str, payload: dict[str, Any]) -> str:
@@ -70,4 +84,4 @@ def settle(action: Callable[[], Any], stop: threading.Event) -> Any:
     return settled(action, TRANSIENT, stop, "a Redis job")
 
 
-__all__ = ["BLOCK_S", "TRANSIENT", "Keys", "connect", "entry", "keys", "parse", "settle"]
+__all__ = ["BLOCK_S", "TRANSIENT", "Keys", "connect", "entry", "glob_escape", "keys", "parse", "settle"]

@@ -40,7 +40,7 @@ def main() -> None:
     log(f"reconciling every {period}s, guard {guard_ms} ms")
     while not stop.wait(period):
         try:
-            for key in client.scan_iter(match=k.processing("*"), count=1000):
+            for key in client.scan_iter(match=k.processing_lists(), count=1000):
                 identity = str(key)[len(prefix):]
                 moved = recover(keys=[key, k.heartbeat(identity), k.queue, k.orphan(identity)],
                                 args=[guard_ms])

@@ -52,7 +52,7 @@ class RedisQueueControl:
         (pending), the dead set, the done hash; a job in none of them is absent (popped and gone)."""
         keys = self.keys
         reply: list[Any] = self.read_all(keys=[keys.attempts, keys.done, keys.dead, keys.queue],
-                                         args=[keys.processing("*")])
+                                         args=[keys.processing_lists()])
         flat_attempts, done, dead, queue, lists = reply
         attempts = {str(flat_attempts[i]): int(flat_attempts[i + 1]) for i in range(0, len(flat_attempts), 2)}
         found: dict[str, JobState] = {}

@@ -11,6 +11,7 @@ from chaos.backends.external import ExternalServer, mask_password
 from chaos.backends.redis.local import namespace
 from chaos.errors import ConfigError, HarnessError
 from chaos.events import ENV_REDIS_URL
+from chaos.worker.redis import Keys
 
 
 class ExternalRedis(ExternalServer):
@@ -38,7 +39,7 @@ class ExternalRedis(ExternalServer):
     def drop_namespace(self) -> None:
         try:
             with self.client() as client:
-                keys = list(client.scan_iter(match=self.namespace + "*", count=1000))
+                keys = list(client.scan_iter(match=Keys(self.namespace).every_key(), count=1000))
                 for start in range(0, len(keys), 500):
                     client.delete(*keys[start:start + 500])
         except redis.RedisError as exc:
