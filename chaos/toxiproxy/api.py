@@ -13,12 +13,24 @@ import random
 import re
 import secrets
 import struct
+import sys
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.toxiproxy.proxy import ApiFailure, Journal, Proxy, split_address
-from chaos.toxiproxy.toxics import STREAMS, TYPES, BadAttributes, Toxic, decode_attributes, json_kind
+from chaos.toxiproxy.proxy import ApiFailure, Journal, Proxy, resolve, split_address
+from chaos.toxiproxy.toxics import (
+    STREAMS,
+    TYPES,
+    BadAttributes,
+    GoNumber,
+    JsonObject,
+    Toxic,
+    decode_attributes,
+    go_fields,
+    json_integer,
+    json_kind,
+)
 
 VERSION = "v2.12.0"  # the API this server speaks
 JSON = "application/json"
@@ -45,6 +57,7 @@ def bad_body(detail: str) -> ApiError:
     return ApiError(400, f"bad request body: {detail}")
 
 
+MAX_DEPTH = 10_000  # Go's decoder refuses JSON nested deeper
 PROXY_NOT_FOUND = (404, "proxy not found")
 TOXIC_NOT_FOUND = (404, "toxic not found")
 
@@ -169,8 +182,8 @@ class Api:
         enabled = spec.get("enabled", found.enabled)
         if listen != found.listen:
             try:
-                split_address(listen)
-            except (ValueError, OSError) as exc:  # refused before anything changes, as Toxiproxy resolves first
+                await resolve(listen)
+            except ValueError as exc:  # refused before anything changes, as Toxiproxy resolves first
                 raise ApiFailure(str(exc)) from exc
         if _differs(found, listen, upstream):
             await found.stop()
@@ -207,11 +220,13 @@ class Api:
 
     async def toxic_create(self, body: bytes, proxy: str) -> Response:
         found = self._proxy(proxy)
-        raw = _decode(body) or {}  # JSON null: Go's zero value
+        raw = _decode(body)
         spec = _fields(raw, "toxics.ToxicWrapper", {"name": str, "type": str, "stream": str, "toxicity": float})
-        if isinstance(raw, dict) and "attributes" in raw and not isinstance(raw["attributes"], (dict, type(None))):
-            raise bad_body(f"json: cannot unmarshal {json_kind(raw['attributes'])} into Go struct field "
-                           "ToxicWrapper.attributes of type toxics.NoopToxic")
+        given = _attributes(raw)
+        for value in given:
+            if not isinstance(value, (dict, type(None))):
+                raise bad_body(f"json: cannot unmarshal {json_kind(value)} into Go struct field "
+                               "ToxicWrapper.attributes of type toxics.NoopToxic")
         stream = spec.get("stream", "downstream")
         if stream.lower() not in STREAMS:
             raise ApiError(400, "stream was invalid, can be either upstream or downstream")
@@ -221,10 +236,7 @@ class Api:
         name = spec.get("name") or f"{kind}_{stream}"
         if found.find(name) is not None:
             raise ApiError(409, "toxic already exists")
-        try:
-            attributes = decode_attributes(kind, raw.get("attributes"))
-        except BadAttributes as exc:
-            raise bad_body(str(exc)) from exc
+        attributes = _merged(kind, given, decode_attributes(kind, None))
         toxic = Toxic(name, kind, stream, float32(spec.get("toxicity", 1.0)), attributes)
         found.add(toxic)
         return ok(toxic.to_json())
@@ -235,13 +247,9 @@ class Api:
     async def toxic_update(self, body: bytes, proxy: str, toxic: str) -> Response:
         found = self._proxy(proxy)
         existing = self._toxic(found, toxic)
-        raw = _decode(body) or {}  # JSON null: Go's zero value
+        raw = _decode(body)
         spec = _fields(raw, "toxics.ToxicWrapper", {"toxicity": float})  # name, type and stream are ignored
-        try:
-            attributes = decode_attributes(existing.type, raw.get("attributes"), existing.attributes)
-        except BadAttributes as exc:
-            raise bad_body(str(exc)) from exc
-        existing.attributes = attributes
+        existing.attributes = _merged(existing.type, _attributes(raw), existing.attributes)
         if "toxicity" in spec:
             existing.toxicity = float32(spec["toxicity"])
         found.changed(existing)
@@ -268,9 +276,10 @@ class Api:
 def float32(value: float) -> float:
     """`value` as Toxiproxy keeps a toxicity (a Go float32), written back with the fewest digits that read
     as the same float32: 1/3 is 0.33333334, as Go prints it."""
-    single = struct.unpack("f", struct.pack("f", float(value)))[0]
+    single = struct.unpack("f", struct.pack("f", float(value)))[0] if math.isfinite(value) else math.inf
     if math.isinf(single):  # past float32's range (JSON has no infinity)
-        raise bad_body(f"json: cannot unmarshal number {value} into Go struct field ToxicWrapper.toxicity of "
+        text = value.text if isinstance(value, GoNumber) else value
+        raise bad_body(f"json: cannot unmarshal number {text} into Go struct field ToxicWrapper.toxicity of "
                        "type float32")
     for digits in range(1, 10):
         shortest = float(f"{single:.{digits}g}")
@@ -306,12 +315,16 @@ def _go_numbers(value: Any) -> Any:
 
 
 def _decode(body: bytes) -> Any:
-    """The body as JSON, or Go's decoder error for it."""
+    """The body as JSON, or Go's decoder error for it. Objects keep their keys' order and duplicates (Go
+    matches each key in turn); numbers that are not int64s keep their text (Go quotes it)."""
     text = body.decode("utf-8", "replace")
     if not text.strip():
         raise bad_body("EOF")
     try:
-        return json.loads(text, parse_constant=_not_json)
+        return json.loads(text, parse_constant=_not_json, parse_int=json_integer, parse_float=GoNumber,
+                          object_pairs_hook=JsonObject)
+    except RecursionError as exc:
+        raise _too_deep(text) from exc
     except _NotJson as exc:
         raise bad_body(f"invalid character '{str(exc).lstrip('-')[0]}' looking for beginning of value") from exc
     except json.JSONDecodeError as exc:
@@ -323,6 +336,18 @@ def _decode(body: bytes) -> Any:
                  else "after object key" if "':' delimiter" in exc.msg
                  else "after object key:value pair")
         raise bad_body(f"invalid character '{char}' {where}") from exc
+
+
+def _too_deep(text: str) -> ApiError:
+    """Nesting past what Python's parser recurses into: Go's error past its 10,000 levels, else a 400 that
+    says this server stops sooner (Go would decode it)."""
+    depth = 0
+    for char in re.sub(r'"(?:[^"\\]|\\.)*"', '""', text):  # brackets inside strings do not nest
+        depth += 1 if char in "[{" else -1 if char in "]}" else 0
+        if depth > MAX_DEPTH:
+            return bad_body(f"invalid character '{char}' exceeded max depth")
+    return bad_body(f"JSON nested deeper than this server decodes (Toxiproxy's limit is {MAX_DEPTH:,} levels, "
+                    f"Python's parser stops near {sys.getrecursionlimit():,})")
 
 
 class _NotJson(ValueError):
@@ -345,8 +370,8 @@ def _fields(raw: Any, go_type: str, schema: dict[str, type]) -> dict[str, Any]:
         raise bad_body(f"json: cannot unmarshal {json_kind(raw)} into Go value of type {go_type}")
     struct = go_type.split(".")[-1]
     out: dict[str, Any] = {}
-    for key, wanted in schema.items():
-        value = raw.get(key)
+    for key, value in go_fields(raw, schema):
+        wanted = schema[key]
         if value is None:
             continue
         fits = (isinstance(value, bool) if wanted is bool else
@@ -358,6 +383,20 @@ def _fields(raw: Any, go_type: str, schema: dict[str, type]) -> dict[str, Any]:
                            f"of type {go_name}")
         out[key] = value
     return out
+
+
+def _attributes(raw: Any) -> list[Any]:
+    """Every value given for `attributes` (Go decodes each in turn over the toxic)."""
+    return [value for _, value in go_fields(raw, ["attributes"])] if isinstance(raw, dict) else []
+
+
+def _merged(kind: str, given: list[Any], attributes: dict[str, int]) -> dict[str, int]:
+    try:
+        for value in given:
+            attributes = decode_attributes(kind, value, attributes)
+    except BadAttributes as exc:
+        raise bad_body(str(exc)) from exc
+    return attributes
 
 
 def _differs(proxy: Proxy, listen: str, upstream: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import socket
 import struct
 import time
@@ -62,15 +63,18 @@ class Proxy:
             return
         loop = asyncio.get_running_loop()
         try:
-            host, port = split_address(self.listen or ":0")  # no listen: any interface, a free port
+            host, port = await resolve(self.listen or ":0")  # no listen: any interface, a free port
+        except ValueError as exc:
+            raise ApiFailure(f"listen tcp: {exc}") from exc
+        try:
             if host and host != "::":
                 self._listener = await loop.create_server(lambda: ClientSide(self), host, port, reuse_address=True,
                                                          backlog=BACKLOG)
             else:
                 self._listener = await loop.create_server(lambda: ClientSide(self), sock=_any_interface(port),
                                                          backlog=BACKLOG)
-        except (OSError, ValueError) as exc:
-            raise ApiFailure(listen_error(self.listen, exc)) from exc
+        except OSError as exc:
+            raise ApiFailure(bind_error(join_address(host, port), exc)) from exc
         bound = self._listener.sockets[0].getsockname()
         self.listen = join_address("::" if not host else bound[0], bound[1])
         self.enabled = True
@@ -414,25 +418,86 @@ def _any_interface(port: int) -> socket.socket:
 
 
 def split_address(address: str) -> tuple[str, int]:
-    """("host", port) of "host:port", "[v6]:port" or ":port"; ValueError when it is none of them."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"address {address}: missing port in address")
-    if int(port) > 65535:
-        raise ValueError(f"address {port}: invalid port")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if ":" in host:
-        socket.inet_pton(socket.AF_INET6, host)
-    return ("127.0.0.1" if host == "localhost" else host), int(port)
+    """("host", port) of "host:port", "[v6]:port" or ":port", read as Go's net.SplitHostPort and port
+    lookup read them ("localhost" is 127.0.0.1); ValueError in Go's words when it is none of them."""
+    host, port = _split_host_port(address)
+    return ("127.0.0.1" if host == "localhost" else host), _port(port)
+
+
+async def resolve(address: str) -> tuple[str, int]:
+    """`split_address` with the host resolved to an IP, IPv4 first as Go's Listen picks; a name that does
+    not resolve is Go's lookup error (ValueError)."""
+    host, port = split_address(address)
+    if not host or _is_ip(host):
+        return host, port
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise ValueError(f"lookup {host}: no such host") from exc
+    found = [str(info[4][0]) for info in infos]
+    return next((ip for ip in found if ":" not in ip), found[0]), port
+
+
+def _split_host_port(address: str) -> tuple[str, str]:
+    """Go's net.SplitHostPort, errors and all."""
+    def wrong(why: str) -> ValueError:
+        return ValueError(f"address {address}: {why}")
+
+    colon = address.rfind(":")
+    if colon < 0:
+        raise wrong("missing port in address")
+    start, end_of_host = 0, 0
+    if address.startswith("["):
+        close = address.find("]")
+        if close < 0:
+            raise wrong("missing ']' in address")
+        if close + 1 == len(address):
+            raise wrong("missing port in address")
+        if close + 1 != colon:
+            raise wrong("too many colons in address" if address[close + 1] == ":" else "missing port in address")
+        host = address[1:close]
+        start, end_of_host = 1, close + 1
+    else:
+        host = address[:colon]
+        if ":" in host:
+            raise wrong("too many colons in address")
+    if "[" in address[start:]:
+        raise wrong("unexpected '[' in address")
+    if "]" in address[end_of_host:]:
+        raise wrong("unexpected ']' in address")
+    return host, address[colon + 1:]
+
+
+def _port(port: str) -> int:
+    """A port as Go reads one: decimal with an optional sign (an empty one is 0), else a service name."""
+    if re.fullmatch(r"[+-]?[0-9]*", port):
+        digits = port.lstrip("+-")[:12] or "0"  # more digits are out of range whatever they say
+        number = -int(digits) if port.startswith("-") else int(digits)
+        if not 0 <= number <= 65535:
+            raise ValueError(f"address {port}: invalid port")
+        return number
+    try:
+        return socket.getservbyname(port, "tcp")
+    except OSError as exc:
+        raise ValueError(f"lookup tcp/{port}: unknown port") from exc
+
+
+def _is_ip(host: str) -> bool:
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        return True
+    return False
 
 
 def join_address(host: str, port: int) -> str:
+    """Go's TCPAddr text: ":port" for any interface, "[v6]:port", "v4:port"."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def listen_error(listen: str, exc: Exception) -> str:
-    """Go's wording of a failed listen, as Toxiproxy returns it with a 500."""
-    if isinstance(exc, OSError) and exc.errno:
-        reason = os.strerror(exc.errno)
-        return f"listen tcp {listen}: bind: {reason[0].lower()}{reason[1:]}"
-    return f"listen tcp {listen}: {exc}"
+def bind_error(address: str, exc: OSError) -> str:
+    """Go's wording of a failed listen on a resolved address, as Toxiproxy returns it with a 500."""
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    return f"listen tcp {address}: bind: {reason[0].lower()}{reason[1:]}"

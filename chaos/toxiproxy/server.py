@@ -2,16 +2,19 @@
 
 `EmbeddedToxiproxy` runs that loop in a thread of the suite's process (a run's partitions need nothing
 outside the suite); `serve` runs it in the foreground for `chaos toxiproxy serve`. HTTP/1.1 with
-keep-alive and Content-Length bodies, which is what Toxiproxy's clients send.
+keep-alive and Content-Length bodies, which is what Toxiproxy's clients send, and HTTP/1.0; a request Go's
+HTTP server refuses before any handler runs is refused with Go's answer, never by dropping the connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from chaos.errors import ConfigError, HarnessError
@@ -19,9 +22,34 @@ from chaos.toxiproxy.api import VERSION, Api, Response
 from chaos.toxiproxy.proxy import Journal
 
 REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-           405: "Method Not Allowed", 409: "Conflict", 413: "Request Entity Too Large", 500: "Internal Server Error"}
-MAX_BODY = 1 << 20
-MAX_HEADER_LINES = 100
+           405: "Method Not Allowed", 409: "Conflict", 413: "Request Entity Too Large",
+           431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented"}
+MAX_BODY = 1 << 20  # Go reads any body; this server refuses larger ones (413) rather than hold them
+MAX_HEADER_BYTES = (1 << 20) + 4096  # Go's DefaultMaxHeaderBytes, with the slack it allows
+RST_AVOIDANCE_S = 0.5  # after a refusal, as Go does: stop writing, read on a while, then close
+
+
+@dataclass
+class Request:
+    method: str
+    target: str
+    version: tuple[int, int]
+    headers: dict[str, str]
+    body: bytes
+
+    def keep_alive(self) -> bool:
+        """HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes it unless told to keep it."""
+        tokens = {token.strip().lower() for token in self.headers.get("connection", "").split(",")}
+        return "keep-alive" in tokens if self.version < (1, 1) else "close" not in tokens
+
+
+class Refused(Exception):
+    """A request Go's HTTP server answers itself, before any handler: `status` and the body Go writes."""
+
+    def __init__(self, status: int, text: str = "") -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text or f"{status} {REASONS[status]}"
 
 
 class HttpApi:
@@ -34,7 +62,8 @@ class HttpApi:
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         try:
-            self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
+            self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True,
+                                                     limit=MAX_HEADER_BYTES)
         except OSError as exc:
             raise ConfigError(f"The Toxiproxy API cannot listen on {host}:{port} ({exc.strerror or exc}): choose "
                               "another --port (0 picks a free one) or stop what holds that one.") from exc
@@ -52,48 +81,107 @@ class HttpApi:
         self._clients.add(writer)
         try:
             while True:
-                request = await _read_request(reader)
+                try:
+                    request = await _read_request(reader)
+                except Refused as refusal:
+                    await _refuse(reader, writer, refusal)
+                    return
                 if request is None:
                     return
-                method, target, headers, body = request
-                response = await self.api.answer(method, target, headers, body)
-                keep = headers.get("connection", "").lower() != "close"
-                writer.write(_render(response, keep))
+                response = await self.api.answer(request.method, request.target, request.headers, request.body)
+                keep = request.keep_alive()
+                writer.write(_render(response, request.version, keep))
                 await writer.drain()
                 if not keep:
                     return
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+        except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
             self._clients.discard(writer)
             writer.close()
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes] | None:
-    line = await reader.readline()
-    if not line:
+async def _read_request(reader: asyncio.StreamReader) -> Request | None:
+    """The next request, None at a clean end between requests; Refused as Go's server refuses it."""
+    line = await _read_line(reader)
+    if line is None:
         return None
-    method, target, _ = line.decode("latin-1").split(" ", 2)
+    method, _, rest = line.partition(" ")
+    target, _, protocol = rest.partition(" ")
+    version = re.fullmatch(r"HTTP/1\.(\d{1,3})", protocol)
+    if not method or not target or version is None:
+        raise Refused(400)  # a malformed request line or HTTP version
     headers: dict[str, str] = {}
-    for _ in range(MAX_HEADER_LINES):
-        raw = (await reader.readline()).decode("latin-1").rstrip("\r\n")
-        if not raw:
-            break
-        key, _, value = raw.partition(":")
-        headers[key.strip().lower()] = value.strip()
-    length = int(headers.get("content-length") or 0)
-    if length < 0 or length > MAX_BODY:
-        raise ValueError(f"body of {length} bytes")
-    body = await reader.readexactly(length) if length else b""
-    return method, target, headers, body
+    lengths: set[str] = set()
+    size = len(line)
+    while raw := await _read_line(reader, ended_early=True):
+        size += len(raw)
+        if size > MAX_HEADER_BYTES:
+            raise Refused(431)
+        key, colon, value = raw.partition(":")
+        if not colon or not key or key != key.strip():
+            raise Refused(400)  # a malformed header line
+        headers[key.lower()] = value.strip()
+        if key.lower() == "content-length":
+            lengths.add(value.strip())
+    if "transfer-encoding" in headers:
+        raise Refused(501, "Unsupported transfer encoding")
+    return Request(method, target, (1, int(version.group(1))), headers,
+                   await _read_body(reader, lengths))
 
 
-def _render(response: Response, keep_alive: bool) -> bytes:
-    lines = [f"HTTP/1.1 {response.status} {REASONS.get(response.status, '')}"]
+async def _read_line(reader: asyncio.StreamReader, ended_early: bool = False) -> str | None:
+    """One line without its CRLF; None when the stream ends before it begins, where a request may end
+    (with `ended_early`, inside one, the end is an IncompleteReadError)."""
+    try:
+        line = await reader.readuntil(b"\n")
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial or ended_early:
+            raise
+        return None
+    except asyncio.LimitOverrunError as exc:
+        raise Refused(431) from exc
+    return line.decode("latin-1").rstrip("\r\n")
+
+
+async def _read_body(reader: asyncio.StreamReader, lengths: set[str]) -> bytes:
+    """The body a Content-Length gives, read as Go reads it: one decimal below 2**63 (no sign, no second
+    different value), else Go's plain 400; this server refuses one past MAX_BODY with 413."""
+    if not lengths or lengths == {""}:
+        return b""
+    length = lengths.pop()
+    if lengths or not re.fullmatch(r"[0-9]{1,19}", length) or int(length) >= 1 << 63:
+        raise Refused(400)
+    if int(length) > MAX_BODY:
+        raise Refused(413)
+    return await reader.readexactly(int(length)) if int(length) else b""
+
+
+async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, refusal: Refused) -> None:
+    """Go's own answer to a request it will not read, then the connection closes. What the client still
+    sends is read and dropped for a moment first, so that the close is not an RST that loses the answer."""
+    writer.write(f"HTTP/1.1 {refusal.status} {REASONS[refusal.status]}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                 f"Connection: close\r\n\r\n{refusal.text}".encode("latin-1"))
+    await writer.drain()
+    if writer.can_write_eof():
+        writer.write_eof()
+    try:
+        async with asyncio.timeout(RST_AVOIDANCE_S):
+            while await reader.read(1 << 16):
+                pass
+    except TimeoutError:
+        return
+
+
+def _render(response: Response, version: tuple[int, int], keep_alive: bool) -> bytes:
+    """The response as Go writes it: HTTP/1.0 to an HTTP/1.0 request, whose keep-alive is said explicitly."""
+    lines = [f"HTTP/1.{min(version[1], 1)} {response.status} {REASONS.get(response.status, '')}"]
     headers = dict(response.headers)
     if response.status != 204:
         headers["Content-Length"] = str(len(response.body))
-    if not keep_alive:
+    if version < (1, 1) and keep_alive:
+        headers["Connection"] = "keep-alive"
+    elif version >= (1, 1) and not keep_alive:
         headers["Connection"] = "close"
     lines += [f"{k}: {v}" for k, v in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + response.body

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -47,6 +47,51 @@ class Stream(Protocol):
         """Count bytes a toxic swallowed (a black hole holds them)."""
 
 
+class JsonObject(dict[str, Any]):
+    """A JSON object as Go's decoder walks it: `pairs` keeps every key in document order, duplicates too."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+
+class GoNumber(float):
+    """A JSON number Go's decoder would not put in an int64 (a fraction, an exponent, or past int64's
+    range), with its text as written, which Go's error quotes."""
+
+    text: str
+
+    def __new__(cls, text: str) -> GoNumber:
+        number = super().__new__(cls, text)  # past float's range: inf, never an error
+        number.text = text
+        return number
+
+
+INT64 = range(-(1 << 63), 1 << 63)
+
+
+def json_integer(text: str) -> int | GoNumber:
+    """An integer literal as Go reads it: an int64, else a GoNumber (no 4,300-digit limit to trip on)."""
+    if len(text.lstrip("-")) <= 19 and int(text) in INT64:
+        return int(text)
+    return GoNumber(text)
+
+
+def go_fields(raw: Any, names: Iterable[str]) -> Iterator[tuple[str, Any]]:
+    """(field, value) for each key of a JSON object that names one of `names`, matched as Go's decoder
+    matches keys to struct fields: exactly or case-insensitively (Unicode simple folding: "Name", "LISTEN",
+    and the Kelvin sign for k), in document order with duplicates, so the last one wins."""
+    wanted = list(names)
+    for key, value in raw.pairs if isinstance(raw, JsonObject) else raw.items():
+        name = key if key in wanted else next((n for n in wanted if _folds_to(key, n)), None)
+        if name is not None:
+            yield name, value
+
+
+def _folds_to(key: str, name: str) -> bool:
+    return len(key) == len(name) and all(k == n or k.casefold() == n for k, n in zip(key, name, strict=True))
+
+
 def decode_attributes(kind: str, raw: Any, current: dict[str, int] | None = None) -> dict[str, int]:
     """The toxic's attributes from a request body, over `current` (an update merges) or the zero defaults."""
     struct, schema = TYPES[kind]
@@ -56,14 +101,15 @@ def decode_attributes(kind: str, raw: Any, current: dict[str, int] | None = None
     if not isinstance(raw, dict):
         raise BadAttributes(f"json: cannot unmarshal {json_kind(raw)} into Go struct field ToxicWrapper.attributes "
                             "of type toxics.NoopToxic")
-    for name, value in raw.items():
-        if name not in schema or value is None:
+    for name, value in go_fields(raw, schema):
+        if value is None:
             continue  # unknown attributes are ignored; null leaves the value as it was
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise BadAttributes(f"json: cannot unmarshal {json_kind(value)} into Go struct field "
                                 f"{struct}.attributes.{name} of type {schema[name]}")
-        if isinstance(value, float):
-            raise BadAttributes(f"json: cannot unmarshal number {value!r} into Go struct field "
+        if isinstance(value, float):  # a fraction, an exponent, or past int64 (an int64 attribute takes none)
+            text = value.text if isinstance(value, GoNumber) else repr(value)
+            raise BadAttributes(f"json: cannot unmarshal number {text} into Go struct field "
                                 f"{struct}.attributes.{name} of type {schema[name]}")
         attributes[name] = value
     return attributes
