@@ -7,6 +7,7 @@ Exit codes: 0 pass, 1 fail, 2 usage or configuration error, 3 harness error, 4 i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import signal
@@ -14,6 +15,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn, TextIO
 
 from chaos import events
 from chaos.backends.registry import provider_names
@@ -23,6 +25,7 @@ from chaos.discovery import available_scenarios, available_targets, find_scenari
 from chaos.errors import ChaosError, ConfigError
 from chaos.ledger import read_events
 from chaos.reports import summary, write_reports
+from chaos.runtime import last_resort
 from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.run import RunOptions, run_scenario
 from chaos.runtime.sink import SINK_MODES
@@ -107,9 +110,9 @@ def _run(args: argparse.Namespace) -> int:
                          _overrides(args.param), args.deadline, _overrides(args.contract, "-c", "watchdog=true"),
                          _overrides(args.scenario_param, "-s", "mode=blackhole"))
     result = run_scenario(target, scenario, options)
-    print(summary(result.verdict, result.dir))
+    _say(summary(result.verdict, result.dir))
     if result.verdict.error:
-        print(f"chaos: {result.verdict.error}", file=sys.stderr)
+        _say(f"chaos: {result.verdict.error}", sys.stderr)
     return result.verdict.exit_code
 
 
@@ -120,55 +123,73 @@ def _report(args: argparse.Namespace) -> int:
     out = args.run_dir / "regenerated" if (args.run_dir / "verdict.json").exists() else args.run_dir
     out.mkdir(exist_ok=True)
     write_reports(out, verdict, ledger)
-    print(summary(verdict, out))
+    _say(summary(verdict, out))
     return verdict.exit_code
 
 
 def _clean(args: argparse.Namespace) -> int:
     """0 when nothing is left; 1 when something is (each line says what, and how to remove it)."""
     cleaned = clean_killed_runs(args.runs_dir, args.backend_url)
-    print("\n".join(line for _, line in cleaned) if cleaned else f"nothing to clean in {args.runs_dir}")
+    _say("\n".join(line for _, line in cleaned) if cleaned else f"nothing to clean in {args.runs_dir}")
     return 0 if all(done for done, _ in cleaned) else 1
 
 
 def _list() -> int:
     """Everything found; what does not load is named with why, and makes the exit code 2."""
     broken = 0
-    print("targets:")
+    lines = ["targets:"]
     for name, path in sorted(available_targets().items()):
         try:
             target = load_target(path)
         except ConfigError as exc:
             broken += 1
-            print(f"  {name:<14} BROKEN: {exc}")
+            lines.append(f"  {name:<14} BROKEN: {exc}")
             continue
         params = " ".join(f"{k}={v}" for k, v in target.params.items())
-        print(f"  {name:<14} {target.description}" + (f" [params: {params}]" if params else ""))
-    print("scenarios:")
+        lines.append(f"  {name:<14} {target.description}" + (f" [params: {params}]" if params else ""))
+    lines.append("scenarios:")
     for name, path in sorted(available_scenarios().items()):
         try:
             scenario = load_scenario(path)
         except ConfigError as exc:
             broken += 1
-            print(f"  {name:<38} BROKEN: {exc}")
+            lines.append(f"  {name:<38} BROKEN: {exc}")
             continue
         doc = scenario.doc.splitlines()
         choices = " ".join(f"{k}={'|'.join(v)}" for k, v in scenario.params.items())
-        print(f"  {name:<38} {doc[0] if doc else ''}" + (f" [-s {choices}]" if choices else ""))
+        lines.append(f"  {name:<38} {doc[0] if doc else ''}" + (f" [-s {choices}]" if choices else ""))
+    _say("\n".join(lines))
     if broken:
-        print(f"chaos: {broken} target(s) or scenario(s) above do not load; each says why.", file=sys.stderr)
+        _say(f"chaos: {broken} target(s) or scenario(s) above do not load; each says why.", sys.stderr)
     return 2 if broken else 0
 
 
+def _say(text: str, stream: TextIO | None = None) -> None:
+    """Print a line; a reader that went away (`chaos run | head`) costs the output, never the exit code:
+    the stream is pointed at /dev/null and the command goes on to the code it would have had."""
+    stream = stream or sys.stdout
+    try:
+        print(text, file=stream, flush=True)
+    except (BrokenPipeError, ValueError):  # ValueError: a stream already closed
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
+_interrupted: list[int] = []
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGINT and SIGTERM stop the run; further ones are ignored, so a second Ctrl-C cannot cut the cleanup
-    the first one started (every process stopped, every server's data removed) short."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    """The first SIGINT or SIGTERM stops the run: its cleanup stops every process and removes every
+    server's data. A second one means the first was swallowed (a bare `except:` in the scenario) or the
+    cleanup hangs: the run ends at once, everything it started killed, exit 130."""
+    if _interrupted:
+        last_resort.end_now(f"interrupted again (signal {signum}); everything the run started was killed", 130)
+    _interrupted.append(signum)
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def command(argv: list[str] | None = None) -> int:
+    """Run one `chaos` command; its exit code."""
     args = _parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
@@ -180,27 +201,35 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "clean":
             return _clean(args)
         if args.command == "toxiproxy":
-            serve(args.host, args.port, lambda line: print(line, flush=True))
+            serve(args.host, args.port, _say)
             return 0
         return _list()
     except ChaosError as exc:
-        print(f"chaos: {exc}", file=sys.stderr)
+        _say(f"chaos: {exc}", sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:  # `chaos list | head`: the reader left, which is not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
     except KeyboardInterrupt:
-        print("chaos: interrupted; every process of the run was stopped", file=sys.stderr)
+        _say("chaos: interrupted; every process of the run was stopped", sys.stderr)
         return 130
     except SystemExit as exc:  # code of the user's that ended the process: an error, never a silent exit code
-        print(f"chaos: the target's or scenario's code called sys.exit({exc.code!r}); no verdict was reached",
-              file=sys.stderr)
+        _say(f"chaos: the target's or scenario's code called sys.exit({exc.code!r}); no verdict was reached",
+             sys.stderr)
         return 3
     except Exception:  # noqa: BLE001 - a bug in the suite: say so, with the traceback
-        traceback.print_exc()
-        print("chaos: harness error (a bug in queue-chaos); the traceback is above", file=sys.stderr)
+        _say(traceback.format_exc().rstrip(), sys.stderr)
+        _say("chaos: harness error (a bug in queue-chaos); the traceback is above", sys.stderr)
         return 3
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """The `chaos` console script: the command's exit code, whatever threads user code left running and
+    whatever became of stdout."""
+    last_resort.take_charge()
+    try:
+        code = command(argv)
+    except SystemExit as exc:  # argparse: --help, or a usage error (exit 2)
+        code = exc.code if isinstance(exc.code, int) else 2
+    last_resort.exit_now(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -35,8 +35,11 @@ def deadline(seconds: float, doing: Callable[[], str]) -> Iterator[None]:
         yield
         return
 
+    expired: list[str] = []  # what the run was doing when the alarm first rang
+
     def expire(signum: int, frame: FrameType | None) -> None:
-        raise RunDeadline(f"The run passed its deadline of {seconds:g}s while {doing()}. Everything it started "
+        expired.append(doing())
+        raise RunDeadline(f"The run passed its deadline of {seconds:g}s while {expired[0]}. Everything it started "
                           "was stopped. A queue that needs longer: raise it with --deadline SECONDS (or the "
                           "scenario's DEADLINE_S).")
 
@@ -48,3 +51,8 @@ def deadline(seconds: float, doing: Callable[[], str]) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    if expired:  # the alarm rang, and code that caught it (a library's connect) let the run go on: not a pass
+        raise RunDeadline(f"The run passed its deadline of {seconds:g}s while {expired[0]}; code running then caught "
+                          "the deadline's alarm and carried on, so whatever it did after is not a verdict. Everything "
+                          "it started was stopped. A queue that needs longer: raise it with --deadline SECONDS (or "
+                          "the scenario's DEADLINE_S).")

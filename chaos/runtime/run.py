@@ -10,6 +10,7 @@ import os
 import secrets
 import shlex
 import socket
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from chaos.faults import KINDS
 from chaos.ledger import Ledger, read_events
 from chaos.names import id_part
 from chaos.reports import write_reports
+from chaos.runtime import last_resort
 from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.context import ScenarioContext
 from chaos.runtime.deadline import deadline, default_deadline_s
@@ -47,6 +49,7 @@ from chaos.scenario import Scenario
 from chaos.target import Control, Target
 
 SNAPSHOT_RETRY_S = 10.0
+WATCHDOG_GRACE_S = 15.0  # past the deadline, how long the run's own teardown may take before the last resort
 T = TypeVar("T")
 
 
@@ -187,8 +190,12 @@ class Run:
         ))
         status, detail = "ok", ""
         activity = ["starting the backend"]
+        ends_by = time.monotonic() + self.deadline_s
+        stack = ExitStack()  # closed by the with-block, or by the last resort from another thread
         try:
-            with ExitStack() as stack, deadline(self.deadline_s, lambda: activity[0]):
+            with last_resort.watchdog(self.deadline_s + WATCHDOG_GRACE_S, lambda: self._past_deadline(activity[0])), \
+                    last_resort.registered(lambda why, code: self._end_from_outside(stack, why, code)), \
+                    stack, deadline(self.deadline_s, lambda: activity[0]):
                 environment = Environment(self.provider, BackendSettings(
                     self.dir / self.target.backend, self.dir.name, self.options.backend_url, self.ledger.append,
                     self.target.params),
@@ -199,6 +206,7 @@ class Run:
                 control.setup()
                 sink = stack.enter_context(Sink(self.ledger, self.options.sink_mode))
                 supervisor = Supervisor(self.ledger, self.dir / "logs", self.target.shutdown_grace_s)
+                supervisor.grace_ends_by = ends_by
                 stack.callback(supervisor.close)
                 launcher = Launcher(self.target, control, environment, sink, supervisor, self.dir)
                 nemesis = Nemesis(self.ledger, RunWorld(supervisor, environment, launcher), self.scenario)
@@ -246,6 +254,22 @@ class Run:
         verdict = judge(ledger)
         write_reports(self.dir, verdict, ledger)
         return verdict
+
+    def _past_deadline(self, doing: str) -> str:
+        return (f"The run passed its deadline of {self.deadline_s:g}s while {doing}, and was still running "
+                f"{WATCHDOG_GRACE_S:g}s later: code of the scenario's or the target's caught the deadline's alarm "
+                "(a bare `except:`, or a library that turns it into its own error) and carried on. Everything the "
+                "run started was killed. Let BaseException through in that code, or raise --deadline SECONDS.")
+
+    def _end_from_outside(self, stack: ExitStack, why: str, code: int) -> None:
+        """The last resort's teardown (`chaos.runtime.last_resort`): the run's end in its ledger, everything
+        it started closed, its reports written from the ledger as it stands."""
+        closing = threading.Thread(target=stack.close, name="chaos-close", daemon=True)
+        closing.start()
+        closing.join(last_resort.TEARDOWN_S / 2)  # then the ledger's end, whatever the closing still waits for
+        self.ledger.append(events.run_end("interrupted" if code == 130 else "error", why))
+        ledger = read_events(self.ledger.path)
+        write_reports(self.dir, judge(ledger), ledger)
 
     def _wait_executions_ended(self, timeout: float) -> None:
         """Let every execution that made an effect end (ack, abandon, or its process's exit) before the

@@ -20,7 +20,7 @@ from chaos.discovery import bundled
 from chaos.ledger import read_events
 from chaos.leftovers import run_processes
 from chaos.worker.redis import Keys, entry
-from tests.integration.runner import CliResult, chaos
+from tests.integration.runner import CliResult
 from tests.integration.test_every_run_ends import run, scenario, target
 
 GLOB_RUN_ID = "20260101-000000-000000-rr[v2]-x*?"  # what a run id held before ids were reduced
@@ -82,8 +82,9 @@ def test_a_stuck_job_of_a_target_named_with_glob_characters_fails_the_run(tmp_pa
     result = run(tmp_path, glob_named_copy(tmp_path, reconciler=False), "kill_after_effect_before_ack")
     assert result.code == 1, result.stdout + result.stderr
     assert "rr_v2_" in result.dir.name and "[" not in result.dir.name, "the run id keeps to a safe alphabet"
-    killed = next(e for e in read_events(result.dir / "ledger.sqlite") if e.kind == "fault" and e.data["kind"] == "kill")
-    snapshot = {e.job: e.data for e in read_events(result.dir / "ledger.sqlite") if e.kind == "snapshot"}
+    ledger = read_events(result.dir / "ledger.sqlite")
+    killed = next(e for e in ledger if e.kind == "fault" and e.data["kind"] == "kill")
+    snapshot = {e.job: e.data for e in ledger if e.kind == "snapshot"}
     stuck = [job for job, state in snapshot.items() if state["state"] == "claimed"]
     assert len(stuck) == 1 and snapshot[stuck[0]]["owner"].startswith(killed.data["target"]), snapshot
     assert json.loads((result.dir / "verdict.json").read_text())["verdict"] == "fail"

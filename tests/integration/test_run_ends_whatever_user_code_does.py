@@ -1,0 +1,135 @@
+"""The exit code is the verdict's, and the run ends by its deadline, whatever the user's code does: a
+reader of stdout that goes away, a bare `except:` that swallows every alarm and the first Ctrl-C, a
+thread left running, a shutdown grace longer than the deadline, a library that turns the deadline's
+alarm into its own error."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from chaos.ledger import read_events
+from chaos.leftovers import run_processes
+from chaos.runtime.run import WATCHDOG_GRACE_S
+from tests.integration.runner import REPO, chaos
+from tests.integration.test_every_run_ends import assert_error_run, run, scenario, target
+from tests.integration.test_interrupt import wait_for_event
+
+DEAF = """ctx.start_worker()
+while True:
+    try:
+        time.sleep(0.1)
+    except:  # noqa: E722 - the point: it swallows the deadline's alarm and Ctrl-C
+        pass"""
+
+
+def deaf_scenario(tmp_path: Path) -> Path:
+    path = scenario(tmp_path, DEAF, "deaf")
+    path.write_text("import time\n" + path.read_text())
+    return path
+
+
+def cli(*args: str) -> subprocess.Popen[str]:
+    """The CLI with stdout on a pipe nobody reads: its read end is closed at once."""
+    proc = subprocess.Popen([sys.executable, "-m", "chaos", *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stdout is not None
+    proc.stdout.close()
+    return proc
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
+    assert proc.stderr is not None
+    stderr = proc.stderr.read()
+    return proc.wait(timeout), stderr
+
+
+def test_a_fail_is_exit_1_when_stdouts_reader_has_gone(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    code, stderr = finish(cli("run", "--target", "pg_naive", "--scenario", "kill_after_effect_before_ack",
+                              "--seed", "1", "--runs-dir", str(runs)))
+    assert code == 1, stderr
+    assert "Traceback" not in stderr
+    (run_dir,) = runs.iterdir()
+    assert (run_dir / "verdict.json").is_file()
+    code, stderr = finish(cli("report", str(run_dir)))
+    assert code == 1, stderr
+    code, stderr = finish(cli("list"))
+    assert code == 0, stderr
+    code, stderr = finish(cli("clean", "--runs-dir", str(runs)))
+    assert code == 0, stderr
+
+
+def test_a_thread_the_scenario_leaves_running_does_not_hold_the_verdict(tmp_path: Path) -> None:
+    body = ("import threading, time\nthreading.Thread(target=time.sleep, args=(3600,), daemon=False).start()\n"
+            "ctx.start_worker()\nctx.wait_drained(10)")
+    began = time.monotonic()
+    result = chaos("run", "--target", "pg_lease", "--scenario", str(scenario(tmp_path, body)), "--seed", "1",
+                   "--runs-dir", str(tmp_path / "runs"), timeout=90)
+    assert result.code == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("PASS")
+    assert time.monotonic() - began < 60
+
+
+def test_a_bare_except_cannot_keep_a_run_past_its_deadline(tmp_path: Path) -> None:
+    began = time.monotonic()
+    result = run(tmp_path, "pg_lease", deaf_scenario(tmp_path), "--deadline", "3")
+    took = time.monotonic() - began
+    assert result.code == 3, result.stdout + result.stderr
+    assert 3 + WATCHDOG_GRACE_S <= took < 3 + WATCHDOG_GRACE_S + 20, took
+    assert "caught the deadline's alarm" in result.stderr and "Traceback" not in result.stderr
+    end = read_events(result.dir / "ledger.sqlite")[-1]
+    assert end.kind == "run.end" and end.data["status"] == "error"
+    assert '"verdict": "error"' in (result.dir / "verdict.json").read_text()
+    assert not run_processes(result.dir)
+
+
+def test_a_second_ctrl_c_ends_a_run_whose_scenario_swallowed_the_first(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "pg_lease", "--scenario",
+                             str(deaf_scenario(tmp_path)), "--seed", "1", "--runs-dir", str(runs)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        run_dir = wait_for_event(runs, "process.start")
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        assert proc.poll() is None, "the scenario swallowed the first Ctrl-C (else this test proves nothing)"
+        began = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert time.monotonic() - began < 30
+    assert "interrupted again" in stderr and "Traceback" not in stderr
+    assert not run_processes(run_dir)
+    assert read_events(run_dir / "ledger.sqlite")[-1].data["status"] == "interrupted"
+    started = next(e for e in read_events(run_dir / "ledger.sqlite") if e.kind == "backend.start")
+    assert not Path(started.data["pgdata"]).exists(), "the server's data directory was removed"
+
+
+def test_a_shutdown_grace_longer_than_the_deadline_is_not_waited_out(tmp_path: Path) -> None:
+    stubborn = ('["{python}", "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); '
+                'time.sleep(3600)"]')
+    quick = scenario(tmp_path, "ctx.start_worker()\nctx.wait_drained(0.5)")
+    began = time.monotonic()
+    result = run(tmp_path, target(tmp_path, worker=stubborn, shutdown_grace_s="600"), quick, "--deadline", "6")
+    assert time.monotonic() - began < 6 + 10
+    verdict = assert_error_run(result)
+    assert any("did not stop within the shutdown grace of 600" in note for note in verdict["notes"])
+    assert not [p for p in psutil.Process().children(recursive=True) if "sleep(3600)" in " ".join(p.cmdline())]
+
+
+def test_a_deadline_a_library_swallowed_is_still_no_pass(tmp_path: Path) -> None:
+    """rabbitmq_ack's control connects with pika while the broker boots: the alarm lands in the connect
+    and comes out as a connection error that is retried. The run must not go on to a PASS."""
+    result = run(tmp_path, "rabbitmq_ack", "no_faults", "--deadline", "3")
+    assert_error_run(result, "passed its deadline of 3s")
