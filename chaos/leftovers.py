@@ -23,7 +23,7 @@ def run_processes(run_dir: Path) -> list[psutil.Process]:
     for event in read_events(run_dir / "ledger.sqlite"):
         if event.kind == events.CONTAINMENT:
             contained += members(str(event.data["marker"]), event.data.get("cgroup"))
-        if event.kind == events.BACKEND_START and event.data.get("marker"):
+        if event.kind in (events.BACKEND_PREPARE, events.BACKEND_START) and event.data.get("marker"):
             markers.add(str(event.data["marker"]))
         if event.kind in (events.PROCESS_START, events.BACKEND_START) and event.data.get("pid"):
             pids.add(int(event.data["pid"]))

@@ -54,10 +54,13 @@ class ExternalServer(Backend):
                 f"The external {cls.name} provider needs the URL of an existing server, but neither --backend-url "
                 f"nor {cls.env_url} is set. Pass --backend-url {cls.example_url} (or export {cls.env_url}), or "
                 "drop --backend external to let the suite start its own server.")
-        backend = cls(url, settings.run_id).start()
+        backend = cls(url, settings.run_id)
+        recorded = {"provider": cls.provider, "url": mask_password(url), "namespace": backend.namespace}
+        if settings.on_event is not None:  # before the namespace exists: a runner killed meanwhile is cleaned
+            settings.on_event(events.backend_prepare(**recorded))
+        backend.start()
         if settings.on_event is not None:
-            settings.on_event(events.backend_start(provider=cls.provider, url=mask_password(url),
-                                                   namespace=backend.namespace))
+            settings.on_event(events.backend_start(**recorded))
         return backend
 
     # -- what a server kind says ---------------------------------------------------------------------

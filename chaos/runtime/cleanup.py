@@ -48,8 +48,9 @@ def clean_killed_runs(runs_dir: Path, url: str | None = None) -> list[tuple[bool
         if start is None or start.get("host") != socket.gethostname() or _runner_alive(start):
             continue
         outcomes = [_sweep_workers(recorded), _clean_proxies(recorded)]
-        outcomes += [_clean(start, e.data, ledger_path.parent, url) for e in recorded
-                     if e.kind in (events.BACKEND_PREPARE, events.BACKEND_START)]
+        made = [e.data for e in recorded if e.kind in (events.BACKEND_PREPARE, events.BACKEND_START)]
+        outcomes += [_clean(start, data, ledger_path.parent, url) for i, data in enumerate(made)
+                     if data not in made[:i]]  # an external namespace is recorded alike before and after
         said = "; ".join(what for _, what in outcomes if what)
         if all(done for done, _ in outcomes):
             if not said and last is not None and last.kind == events.RUN_END:

@@ -126,6 +126,25 @@ def test_an_external_redis_run_keeps_to_its_prefix(tmp_path: Path) -> None:
             assert client.keys("*") == ["users-key"]
 
 
+def test_an_external_namespace_is_journaled_before_it_is_made_so_a_kill_meanwhile_is_cleaned(
+        tmp_path: Path) -> None:
+    with LocalRedis.open(settings(tmp_path)) as server:
+        started: list[Record] = []
+        external = ExternalRedis.open(BackendSettings(Path("/nonexistent"), "run-3", server.endpoint.url,
+                                                      on_event=started.append))
+        assert [r.kind for r in started] == ["backend.prepare", "backend.start"]
+        assert started[0].data == started[1].data == {"provider": "external", "url": server.endpoint.url,
+                                                      "namespace": "chaos:run-3:"}
+        with redis_client(server) as client:
+            client.set("users-key", "kept")
+            client.rpush(external.namespace + "queue", "job-1")
+            # What `chaos clean` has of a runner killed before its backend.start: the prepare alone.
+            done, said = ExternalRedis.clean_after_killed_run(started[0].data, tmp_path, server.endpoint.url)
+            assert done and said == f"removed its Redis namespace chaos:run-3: on {server.endpoint.url}"
+            assert client.keys("*") == ["users-key"]
+        external.close()
+
+
 def test_an_external_beanstalkd_run_empties_its_tube(tmp_path: Path) -> None:
     with LocalBeanstalkd.open(settings(tmp_path)) as server:
         external = ExternalBeanstalkd.open(BackendSettings(Path("/nonexistent"), "run-2", server.endpoint.url))
