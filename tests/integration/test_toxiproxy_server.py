@@ -8,14 +8,17 @@ import errno
 import http.client
 import json
 import re
+import selectors
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import pytest
 from toxiproxy import Toxiproxy
@@ -29,7 +32,7 @@ class EchoServer:
     """A TCP echo server on loopback (a thread per connection); `port`, and `close()`."""
 
     def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=4096)
         self.port = self.sock.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -71,7 +74,21 @@ def server() -> Iterator[EmbeddedToxiproxy]:
         yield embedded
 
 
-def call(server: EmbeddedToxiproxy, method: str, path: str, body: Any = None, raw: bytes | None = None,
+class Api(Protocol):
+    """Where a Toxiproxy API listens: the embedded server in this process, or `chaos toxiproxy serve`."""
+
+    host: str
+    port: int
+
+
+@dataclass
+class Served:
+    host: str
+    port: int
+    process: subprocess.Popen[str]
+
+
+def call(server: Api, method: str, path: str, body: Any = None, raw: bytes | None = None,
          headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
     conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
     payload = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
@@ -504,3 +521,221 @@ def test_toxicity_is_a_float32_as_toxiproxy_keeps_it(server: EmbeddedToxiproxy, 
     assert add_toxic(server, "echo", {"type": "noop", "toxicity": 1 / 3})["toxicity"] == 0.33333334
     status, _, body = call(server, "POST", "/proxies/echo/toxics", {"name": "huge", "type": "noop", "toxicity": 1e39})
     assert status == 400 and b"of type float32" in body
+
+
+# -- issue 17: the API as Go's server answers it ---------------------------------------------------------
+
+
+def raw_exchange(server: Api, request: bytes) -> tuple[bytes, bool]:
+    """Send raw bytes; (what came back, whether the server closed the connection within 3 s)."""
+    with socket.create_connection((server.host, server.port), timeout=3) as conn:
+        conn.sendall(request)
+        got = b""
+        try:
+            while chunk := conn.recv(65536):
+                got += chunk
+        except TimeoutError:
+            return got, False
+        return got, True
+
+
+def test_an_http10_request_without_connection_is_answered_then_closed(server: EmbeddedToxiproxy) -> None:
+    got, closed = raw_exchange(server, b"GET /version HTTP/1.0\r\n\r\n")
+    assert got.startswith(b"HTTP/1.0 200 OK\r\n") and got.endswith(b'{"version": "v2.12.0"}\n'), got
+    assert closed, "Go closes an HTTP/1.0 connection that did not ask for keep-alive"
+    got, closed = raw_exchange(server, b"GET /version HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    assert b"\r\nConnection: keep-alive\r\n" in got and not closed, "asked for, it is kept"
+
+
+def test_json_field_names_match_case_insensitively_as_go_does(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    status, _, body = call(server, "POST", "/proxies", {"Name": "echo", "Upstream": f"127.0.0.1:{echo.port}",
+                                                         "LISTEN": "127.0.0.1:0"})
+    assert status == 201, body
+    proxy = json.loads(body)
+    assert proxy["name"] == "echo" and proxy["upstream"] == f"127.0.0.1:{echo.port}"
+    assert proxy["listen"].startswith("127.0.0.1:"), "LISTEN was read, not left empty (every interface)"
+    toxic = add_toxic(server, "echo", {"TYPE": "latency", "Stream": "UpStream", "Toxicity": 0.5,
+                                       "Attributes": {"Latency": 7, "jitter": 1}})
+    assert toxic == {"attributes": {"latency": 7, "jitter": 1}, "name": "latency_UpStream", "type": "latency",
+                     "stream": "UpStream", "toxicity": 0.5}
+    status, _, body = call(server, "PATCH", "/proxies/echo/toxics/latency_UpStream",
+                           {"ATTRIBUTES": {"JITTER": 3}, "toxicITY": 1})
+    assert status == 200 and json.loads(body)["attributes"] == {"latency": 7, "jitter": 3}
+    assert json.loads(body)["toxicity"] == 1
+    status, _, body = call(server, "PATCH", "/proxies/echo", {"Enabled": False})
+    assert status == 200 and json.loads(body)["enabled"] is False
+    status, _, body = call(server, "POST", "/populate", [{"NAME": "p", "UPSTREAM": "127.0.0.1:1", "Enabled": False}])
+    assert status == 201 and json.loads(body)["proxies"][0]["name"] == "p"
+    status, _, body = call(server, "POST", "/proxies", raw=b'{"name": "a", "Name": "b", "upstream": "127.0.0.1:1"}')
+    assert status == 201 and json.loads(body)["name"] == "b", "as in Go, the last key that names a field wins"
+    status, _, body = call(server, "POST", "/proxies", {"Name": 5, "upstream": "127.0.0.1:1"})
+    assert (status, json.loads(body)["error"]) == (
+        400, "bad request body: json: cannot unmarshal number into Go struct field Proxy.name of type string")
+
+
+def test_listen_errors_read_as_go_writes_them(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    def error(listen: str) -> str:
+        status, _, body = call(server, "POST", "/proxies", {"name": "x", "listen": listen, "upstream": "127.0.0.1:1"})
+        assert status == 500, body
+        message: str = json.loads(body)["error"]
+        return message
+
+    in_use = echo.port
+    assert error(f"localhost:{in_use}") == f"listen tcp 127.0.0.1:{in_use}: bind: address already in use", \
+        "Go names the resolved address"
+    assert error(f":{in_use}") == f"listen tcp :{in_use}: bind: address already in use"
+    assert error("127.0.0.1") == "listen tcp: address 127.0.0.1: missing port in address"
+    assert error("bad::addr::x") == "listen tcp: address bad::addr::x: too many colons in address"
+    assert error("127.0.0.1:99999") == "listen tcp: address 99999: invalid port"
+    assert error("999.1.1.1:80") == "listen tcp: lookup 999.1.1.1: no such host"
+    create(server, echo)
+    status, _, body = call(server, "PATCH", "/proxies/echo", {"listen": "bad::addr::x"})
+    assert (status, json.loads(body)["error"]) == (500, "address bad::addr::x: too many colons in address")
+
+
+def test_an_integer_attribute_past_int64_is_a_400(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+    create(server, echo)
+    status, _, body = call(server, "POST", "/proxies/echo/toxics",
+                           raw=b'{"type": "latency", "attributes": {"latency": 9223372036854775808}}')
+    assert (status, json.loads(body)["error"]) == (400, "bad request body: json: cannot unmarshal number "
+                                                   "9223372036854775808 into Go struct field LatencyToxic.attributes"
+                                                   ".latency of type int64")
+    status, _, body = call(server, "POST", "/proxies/echo/toxics",
+                           raw=b'{"type": "slicer", "attributes": {"delay": -9223372036854775809}}')
+    assert status == 400 and b"number -9223372036854775809 into Go struct field SlicerToxic" in body
+    status, _, body = call(server, "POST", "/proxies/echo/toxics", raw=b'{"type": "latency", "toxicity": '
+                           + b"9" * 5000 + b"}")  # past Python's 4,300-digit integer limit
+    assert status == 400 and b"of type float32" in body
+    assert call(server, "POST", "/proxies/echo/toxics", raw=b'{"type": "latency", "attributes": '
+                b'{"latency": 9223372036854775807}}')[0] == 200, "int64's largest is taken"
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    """`chaos toxiproxy serve` in a process of its own, whose stderr a test checks."""
+    process = subprocess.Popen([sys.executable, "-m", "chaos", "toxiproxy", "serve", "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        url = re.search(r"http://([\d.]+):(\d+)", process.stdout.readline())
+        assert url is not None
+        yield Served(url.group(1), int(url.group(2)), process)
+    finally:
+        process.kill()
+        process.wait()
+
+
+def stopped_stderr(served: Served) -> str:
+    process = served.process
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(10) == 0
+    assert process.stderr is not None
+    return process.stderr.read()
+
+
+def test_a_5000_digit_content_length_is_gos_400_not_a_dropped_connection(served: Served) -> None:
+    server = served
+    for length in (b"9" * 5000, b"-1", b"12x", b"9223372036854775808"):
+        got, closed = raw_exchange(server, b"POST /proxies HTTP/1.1\r\nHost: x\r\nContent-Length: " + length
+                                   + b"\r\n\r\n{}")
+        assert got == (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                       b"Connection: close\r\n\r\n400 Bad Request"), (length[:20], got)
+        assert closed
+    got, closed = raw_exchange(server, b"POST /proxies HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n" + b"x" * 4096)
+    assert got.startswith(b"HTTP/1.1 413 Request Entity Too Large\r\n") and closed, "a body past 1 MiB: 413"
+    assert call(server, "GET", "/version")[0] == 200, "the server still serves"
+    assert "Traceback" not in stopped_stderr(served)
+
+
+def test_deep_nested_json_is_a_400_not_a_traceback(served: Served) -> None:
+    server = served
+    status, _, body = call(server, "POST", "/proxies", raw=b"[" * 20_000 + b"]" * 20_000)
+    assert (status, body) == (400, b'{"error":"bad request body: invalid character \'[\' exceeded max depth",'
+                                   b'"status":400}\n'), "past Go's 10,000 levels: Go's own error"
+    for body_ in (b'{"name": ' + b"[" * 5000 + b"]" * 5000 + b"}", b'{"x": "' + b"[" * 20_000 + b'"}'):
+        status, _, body = call(server, "POST", "/proxies", raw=body_)
+        assert status == 400 and json.loads(body)["status"] == 400, body[:200]
+    assert b"exceeded max depth" not in body, "brackets inside a string do not nest"
+    status, _, body = call(server, "POST", "/populate", raw=b"[" * 3000 + b"]" * 3000)
+    assert status == 400 and json.loads(body)["proxies"] is None
+    assert call(server, "GET", "/version")[0] == 200, "the server still serves"
+    assert "Traceback" not in stopped_stderr(served)
+
+
+# -- issue 17: the data path's two cliffs ---------------------------------------------------------------
+
+
+def listen_overflows() -> int:
+    """The kernel's count of connections dropped from full accept queues (this network namespace)."""
+    lines = open("/proc/net/netstat").read().splitlines()
+    for names, values in zip(lines[::2], lines[1::2], strict=True):
+        if names.startswith("TcpExt:"):
+            row = dict(zip(names.split(), values.split(), strict=True))
+            return int(row["ListenOverflows"]) + int(row["ListenDrops"])
+    raise AssertionError("no TcpExt counters in /proc/net/netstat")
+
+
+def test_a_burst_of_1000_connects_is_all_echoed_with_no_connect_dropped(server: EmbeddedToxiproxy,
+                                                                         echo: EchoServer) -> None:
+    host, port = create(server, echo)["listen"].rsplit(":", 1)
+    before = listen_overflows()
+    selector = selectors.DefaultSelector()
+    for number in range(1000):
+        conn = socket.socket()
+        conn.setblocking(False)
+        conn.connect_ex((host, int(port)))
+        selector.register(conn, selectors.EVENT_WRITE, (conn, number))
+    echoed: set[int] = set()
+    while len(echoed) < 1000:
+        ready = selector.select(timeout=30)
+        assert ready, f"{1000 - len(echoed)} connections never echoed"
+        for key, events in ready:
+            peer, number = key.data
+            if events & selectors.EVENT_WRITE:
+                assert peer.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+                peer.send(b"%04d" % number)
+                selector.modify(peer, selectors.EVENT_READ, key.data)
+            else:
+                assert peer.recv(16) == b"%04d" % number
+                echoed.add(number)
+                selector.unregister(peer)
+                peer.close()
+    selector.close()
+    assert listen_overflows() == before, "connects were dropped from a full accept queue (and waited for a resend)"
+
+
+def test_bulk_through_a_latency_toxic_is_delayed_not_throttled(server: EmbeddedToxiproxy) -> None:
+    """24 MiB through 300 ms: every block arrives intact, in order and at least 300 ms after it was
+    written; none waits much longer, as it would if only the bytes of one queue could wait out the delay
+    at a time (1 MiB per 300 ms: the last block would arrive seconds late)."""
+    latency, block, blocks = 0.3, 256 * 1024, 96
+    sink = socket.create_server(("127.0.0.1", 0))
+    status, _, body = call(server, "POST", "/proxies", {"name": "bulk", "listen": "127.0.0.1:0",
+                                                         "upstream": f"127.0.0.1:{sink.getsockname()[1]}"})
+    add_toxic(server, "bulk", {"type": "latency", "stream": "upstream", "attributes": {"latency": 300}})
+    delays: list[float] = []
+    problems: list[str] = []
+
+    def receive() -> None:
+        conn, _ = sink.accept()
+        with conn:
+            for number in range(blocks):
+                data = bytearray()
+                while len(data) < block and (chunk := conn.recv(block - len(data))):
+                    data += chunk
+                seq, sent = struct.unpack("!Id", data[:12])
+                if seq != number or data[12:] != bytes([number % 251]) * (block - 12):
+                    problems.append(f"block {number}: got block {seq}, intact: {data[12:15]!r}")
+                    return
+                delays.append(time.monotonic() - sent)
+
+    receiver = threading.Thread(target=receive)
+    receiver.start()
+    with connect(json.loads(body)) as conn:
+        for number in range(blocks):
+            conn.sendall(struct.pack("!Id", number, time.monotonic()) + bytes([number % 251]) * (block - 12))
+        receiver.join(30)
+    sink.close()
+    assert not problems and len(delays) == blocks, problems
+    assert min(delays) >= latency - 0.005, f"a block came {min(delays):.3f} s after it was written"
+    assert max(delays) < latency + 0.7, f"a block waited {max(delays):.2f} s for a {latency} s latency"
