@@ -347,3 +347,21 @@ def test_a_scenario_that_kills_and_ends_at_once_is_inconclusive_not_a_false_stuc
     assert result.code == 4, result.stdout + result.stderr
     assert result.verdict["jobs"] == {"job-0001": "unsettled"} and not result.verdict["violations"]
     assert "job-0001 was still claimed" in result.stdout and "the scenario ended too soon" in result.stdout
+
+
+def test_a_drain_with_every_worker_dead_ends_a_recovery_bound_later_with_the_same_verdict(tmp_path: Path) -> None:
+    """Not after its 30 s bound: once no process is left that could finish a job, the wait lasts only until
+    the lost owner's job is past its recovery bound, so it is judged stuck exactly as after the full wait."""
+    alone = tmp_path / "alone.py"
+    alone.write_text('"""Kills the only worker after its effect, then waits for a drain that cannot come."""\n\n'
+                     'FAULTS = ("kill",)\n\n\ndef run(ctx):\n    ctx.enqueue(1)\n'
+                     "    gate = ctx.arm('after:effect', job='job-0001')\n    ctx.start_worker()\n"
+                     "    ctx.kill_held(gate)\n    ctx.wait_drained(30.0)\n")
+    result = run(tmp_path, "pg_lease", alone)
+    recorded = read_events(result.dir / "ledger.sqlite")
+    killed = next(e for e in recorded if e.kind == "fault.applied")
+    gave_up = next(e for e in recorded if e.kind == "drain.timeout")
+    assert gave_up.data.get("workers_exited") is True, gave_up.data
+    assert 2.0 <= gave_up.mono - killed.mono < 6.0, "the wait ended a recovery bound (2 s) after the kill, not at 30 s"
+    assert result.code == 1, result.stdout + result.stderr
+    assert result.verdict["jobs"] == {"job-0001": "stuck"}, result.verdict["jobs"]
