@@ -212,6 +212,8 @@ def test_a_runner_killed_during_the_postgresql_boot_leaves_its_data_dir_to_clean
         assert not pgdata.parent.exists(), "the private directory holding it goes too"
     end = read_events(run_dir / "ledger.sqlite")[-1]
     assert end.data["status"] == "abandoned" and "nothing of it was left" not in end.data["detail"]
+    report = chaos("report", str(run_dir), runs_dir=runs)
+    assert report.code == 4 and "INCONCLUSIVE" in report.stdout, report.stdout + report.stderr
 
 
 def test_a_runner_killed_during_the_rabbitmq_boot_leaves_its_data_dir_to_clean(tmp_path: Path) -> None:
