@@ -47,7 +47,7 @@ def clean_killed_runs(runs_dir: Path, url: str | None = None) -> list[tuple[bool
         start = next((e.data for e in recorded if e.kind == events.RUN_START), None)
         if start is None or start.get("host") != socket.gethostname() or _runner_alive(start):
             continue
-        outcomes = [_sweep_workers(recorded), _clean_proxies(recorded)]
+        outcomes = [_sweep_workers(recorded), _clean_proxies(ledger_path.parent.name, recorded)]
         made = [e.data for e in recorded if e.kind in (events.BACKEND_PREPARE, events.BACKEND_START)]
         outcomes += [_clean(start, data, ledger_path.parent, url) for i, data in enumerate(made)
                      if data not in made[:i]]  # an external namespace is recorded alike before and after
@@ -69,12 +69,12 @@ def _clean(start: dict[str, object], started: dict[str, object], run_dir: Path, 
     return backend.clean_after_killed_run(started, run_dir, url)
 
 
-def _clean_proxies(recorded: list[Event]) -> tuple[bool, str]:
-    """The run's proxies, on a Toxiproxy that outlived its runner."""
+def _clean_proxies(run_id: str, recorded: list[Event]) -> tuple[bool, str]:
+    """The run's proxies (named after its id, its dir's name), on a Toxiproxy that outlived its runner."""
     started = next((e.data for e in recorded if e.kind == events.NETWORK_START), None)
     if started is None:
         return True, ""
-    return clean_network(started, [e.data for e in recorded if e.kind == events.NETWORK_PROXY])
+    return clean_network(run_id, started, [e.data for e in recorded if e.kind == events.NETWORK_PROXY])
 
 
 def _sweep_workers(recorded: list[Event]) -> tuple[bool, str]:

@@ -99,12 +99,14 @@ class Network:
                 ports.release(*(link.port for link in self.links.values()))
 
 
-def clean_after_killed_run(started: dict[str, Any], proxies: Sequence[dict[str, Any]]) -> tuple[bool, str]:
+def clean_after_killed_run(run_id: str, started: dict[str, Any], proxies: Sequence[dict[str, Any]]) -> tuple[bool, str]:
     """Delete the proxies a killed run journaled (`network.proxy`) from the server it used (`network.start`),
     when that server outlives the runner: only the user's (external); the binary and the embedded server
-    died with it. (done, what was deleted or what is left and how to delete it)."""
+    died with it. Only names of the run's own (its id, then a dash) are touched. (done, what was deleted or
+    what is left and how to delete it)."""
     url = str(started.get("url") or "")
-    names = sorted({str(p.get("name")) for p in proxies if p.get("url") == url and p.get("name")})
+    names = sorted({str(p.get("name")) for p in proxies
+                    if p.get("url") == url and str(p.get("name") or "").startswith(f"{run_id}-")})
     if started.get("kind") != "external" or not names:
         return True, ""
     try:

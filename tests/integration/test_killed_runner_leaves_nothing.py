@@ -23,6 +23,7 @@ from chaos.errors import ChaosError
 from chaos.events import Event
 from chaos.ledger import read_events
 from chaos.leftovers import processes_marked, processes_mentioning, run_processes
+from chaos.toxiproxy.client import ToxiproxyControl
 from tests.integration.runner import REPO, CliResult, chaos
 from tests.integration.test_interrupt import wait_gone
 from tests.integration.test_network_faults import proxies
@@ -154,11 +155,12 @@ def test_a_killed_runs_proxies_are_deleted_from_the_users_toxiproxy_by_chaos_cle
     left = proxies(user_toxiproxy)
     assert set(left) == journaled and len(journaled) == 2, (left, journaled)
     assert any(isinstance(proxy, dict) and proxy["toxics"] for proxy in left.values()), "killed mid-partition"
+    ToxiproxyControl(user_toxiproxy).create("users-own", "127.0.0.1:1")
     result = clean(runs)
     assert result.code == 0, result.stdout + result.stderr
     assert f"deleted its proxies {', '.join(sorted(journaled))} from the Toxiproxy at {user_toxiproxy}" in \
         result.stdout, result.stdout
-    assert proxies(user_toxiproxy) == {}
+    assert list(proxies(user_toxiproxy)) == ["users-own"], "only the run's own proxies are deleted"
     assert read_events(run_dir / "ledger.sqlite")[-1].data["status"] == "abandoned"
     assert "nothing to clean" in clean(runs).stdout, "a killed run is cleaned once"
 
