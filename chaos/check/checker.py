@@ -54,9 +54,10 @@ def check(ledger: Sequence[Event], contract: Contract | None = None) -> Verdict:
 
 
 def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
-    run = scan(ledger)
     if contract is None:
-        contract = Contract.from_dict(dict(run.start.get("contract", {})), "ledger run.start")
+        start = next((e.data for e in ledger if e.kind == events.RUN_START), {})
+        contract = Contract.from_dict(dict(start.get("contract", {})), "ledger run.start")
+    run = scan(ledger, contract.renewal_bound_s or float("inf"))
     violations: list[Violation] = []
     anomalies: list[dict[str, Any]] = []
     outcomes: dict[str, str] = {}

@@ -26,7 +26,7 @@ class Execution:
     Compared and hashed by identity."""
 
     __slots__ = ("job", "worker", "token", "pid", "claim", "at", "since", "end", "ended_by", "last_effect",
-                 "superseded_by", "extended_at", "extended_by", "extended_seq", "gap", "lost_at", "late_beats",
+                 "superseded_by", "extended_at", "extended_by", "extended_seq", "gap_s", "gap", "lost_at", "late_beats",
                  "stale_extended", "covered")
 
     def __init__(self, job: str, worker: str, token: Any, pid: Any, claim: Event) -> None:
@@ -47,7 +47,8 @@ class Execution:
         self.extended_at = claim.mono  # its last accepted claim or extension
         self.extended_by = claim  # that claim or extension
         self.extended_seq = claim.seq  # a fault after this seq explains a gap before the next extension
-        self.gap: Gap | None = None  # its longest gap between accepted extensions that no fault explains
+        self.gap_s = 0.0  # its longest gap between accepted extensions that no fault explains, and where
+        self.gap: Gap | None = None
         self.lost_at: Event | None = None  # its failed extension, unless a later one succeeded
         self.late_beats = 0  # heartbeats reported after it was superseded
         self.stale_extended = False  # a stale extension of it was found (reported once)
@@ -166,10 +167,11 @@ class RunHistory:
     reaped: dict[tuple[str, Any], Event] = field(default_factory=dict)  # (worker, pid) -> its process.exit
     # worker -> the faults that froze or ended its process (stop, kill, restart), in journal order
     freezes: dict[str, list[FaultHistory]] = field(default_factory=dict)
-    last_probe: dict[tuple[str, Any], float] = field(default_factory=dict)  # (worker, pid) -> its last probe's time
+    last_probe: dict[str | None, float] = field(default_factory=dict)  # worker -> its last probe's time
     # Faults that may explain a heartbeat gap: worker -> seq of the last fault event (journal, applied or
     # healed) that reached it; the same for faults reaching every worker (a backend restart).
     touched: dict[str, int] = field(default_factory=dict)
+    gap_floor: float = 0.0  # heartbeat gaps up to this long are not kept (see `scan`)
     everyone_touched: int = -1
     forced_exits: list[Event] = field(default_factory=list)  # SIGKILLed past the shutdown grace
     # Excuses for a reclaim: worker -> seq of the last fault that reached it after a claim; the seq of the

@@ -41,14 +41,17 @@ from chaos.events import Event
 from chaos.faults.base import FaultKind
 
 _GATE = "gate."
+_SINK = events.SINK
 _CONTEXT = ("process.", "fault.", "backend.", "network.")  # process, backend and proxy events; the rest of a fault's
 
 
-def scan(ledger: Iterable[Event]) -> RunHistory:
-    """The run's history; job events (the bulk of a ledger) take the shortest path through the loop."""
-    run = RunHistory()
+def scan(ledger: Iterable[Event], gap_floor: float = 0.0) -> RunHistory:
+    """The run's history; job events (the bulk of a ledger) take the shortest path through the loop.
+    Heartbeat gaps up to `gap_floor` are not kept (the contract's lease: shorter ones break no rule)."""
+    run = RunHistory(gap_floor=gap_floor)
     jobs = run.jobs
     watched = run.watched
+    last_probe = run.last_probe
     for event in ledger:
         if run.origin is None:
             run.origin = event.mono
@@ -62,8 +65,8 @@ def scan(ledger: Iterable[Event]) -> RunHistory:
             handler = _JOB_HANDLERS.get(kind)
             if handler is not None:
                 handler(run, history, event)
-            if event.source == events.SINK:
-                run.last_probe[(event.worker or "?", event.data.get("pid"))] = event.mono
+            if event.source == _SINK:
+                last_probe[event.worker] = event.mono
             if watched and event.worker in watched and kind.startswith(events.PROBE_PREFIX):
                 _watch(watched[event.worker], event)
         elif kind == events.FAULT:
@@ -152,6 +155,7 @@ def _end(run: RunHistory, execution: Execution, event: Event, how: str) -> None:
 def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
     execution = Execution(history.job, event.worker or "?", event.data.get("token"), event.data.get("pid"), event)
     execution.covered = run.suspended.get(execution.worker, 0) > 0
+    execution.gap_s = run.gap_floor
     flight = in_flight(run, event)
     successor = None
     if flight is not None:  # sent before a fault froze or ended its worker: judged at that time
@@ -328,21 +332,23 @@ def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
                 "of it was reported: the queue extended a lease it no longer granted"), claimer=winner)
     if ok:
         if winner is None:
-            _extended(run, execution, event)
+            if event.mono - execution.extended_at > execution.gap_s:
+                _longest_gap(run, execution, event)
+            execution.extended_at, execution.extended_by, execution.extended_seq = event.mono, event, event.seq
         execution.lost_at = None
     elif execution.lost_at is None:
         execution.lost_at = event
 
 
-def _extended(run: RunHistory, execution: Execution, event: Event) -> None:
-    """An accepted extension by the job's owner; the gap since its previous one (or its claim) is kept when
-    it is the longest so far and no fault on its worker (or on everyone) explains it."""
-    gap = event.mono - execution.extended_at
-    explained = (max(run.touched.get(execution.worker, -1), run.everyone_touched) > execution.extended_seq
-                 or run.suspended.get(execution.worker, 0) > 0 or execution.worker in run.always_excused)
-    if not explained and (execution.gap is None or gap > execution.gap.seconds):
-        execution.gap = Gap(gap, execution.extended_by, event)
-    execution.extended_at, execution.extended_by, execution.extended_seq = event.mono, event, event.seq
+def _longest_gap(run: RunHistory, execution: Execution, event: Event) -> None:
+    """The owner's longest gap so far between accepted extensions (or its claim and first extension) ends at
+    this one: kept unless a fault on its worker (or on everyone) explains it."""
+    worker = execution.worker
+    if (max(run.touched.get(worker, -1), run.everyone_touched) > execution.extended_seq
+            or run.suspended.get(worker, 0) > 0 or worker in run.always_excused):
+        return
+    execution.gap_s = event.mono - execution.extended_at
+    execution.gap = Gap(execution.gap_s, execution.extended_by, event)
 
 
 def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
