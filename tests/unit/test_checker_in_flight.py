@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from chaos.check.checker import judge
+from chaos.check.scan import scan
 from chaos.check.verdict import Verdict
 from chaos.contract import Contract
 from tests.history import PID, History
@@ -158,3 +159,27 @@ def test_a_fault_on_another_worker_does_not_explain_a_gap() -> None:
     h.heartbeat("a", "w1", "t1").stop("w2").heal("w2", dt=1.5).heartbeat("a", "w1", "t1")
     verdict = judge(h.effect("a", "w1", "t1").ack("a", "w1", "t1").snapshot(a="done").events)
     assert "heartbeat_gap" in kinds(verdict)
+
+
+def test_a_clock_faulted_workers_send_time_is_not_used() -> None:
+    """Under a clock fault the worker's clocks are the fault's business: its stamp reorders nothing (and a
+    reclaim from a skewed owner is excused by the fault itself, not by the stamp)."""
+    h = History(LEASE).clock("w1", 30.0).start("w2", W2_PID).enqueue("a")
+    sent = h.t + 0.005
+    h.stop("w1", fid="f2").claim("a", "w2", "t2", dt=1.2, pid=W2_PID).heal("w1", fid="f2", dt=0.1)
+    h.claim("a", "w1", "t1", pid=PID, sent=sent)
+    run_claims = [e for e in h.events if e.kind == "probe.claim"]
+    history = scan(h.events).jobs["a"]
+    assert [e.worker for e in history.executions] == ["w2", "w1"], "arrival order: the stamp was not used"
+    assert history.executions[1].at == run_claims[1].mono
+
+
+def test_a_claim_in_flight_across_a_stop_that_nobody_reclaimed_keeps_its_job() -> None:
+    """w1's claim report crosses a stop; nobody took the job meanwhile; w1 resumes, extends and completes it."""
+    h = two_workers()
+    sent = h.t + 0.005
+    h.stop("w1").heal("w1", dt=0.5).claim("a", "w1", "t1", pid=PID, sent=sent)
+    h.heartbeat("a", "w1", "t1", dt=0.25).effect("a", "w1", "t1").ack("a", "w1", "t1")
+    verdict = judge(h.snapshot(a="done").events)
+    assert verdict.verdict == "pass", [v.message for v in verdict.violations]
+    assert not verdict.recovery["jobs"], "the owner survived its stop and acked: nothing to recover"
