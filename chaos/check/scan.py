@@ -23,6 +23,11 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
   the owner's last accepted claim or extension, for the lease rule the contract judges (`early_reclaim`).
 - coverage: a claim reported while a fault suspends its worker (a SIGSTOP) may have been made before
   the fault, so that fault covers it: its owner counts as faulted since its claim.
+- claims in flight: a claim sent before a fault froze or ended its worker, but reported after it, is
+  judged when it was sent (`chaos.check.in_flight`): placed before any claim of the job made after it,
+  ended by its process's reaped exit, and lost to the fault it crossed.
+- heartbeat gaps: each owner's longest gap between accepted extensions (or its claim and first
+  extension) that no fault on its worker explains, for the lease rule the contract judges (`heartbeat_gap`).
 - recovery: a fault whose kind takes the owner (a kill, stop or restart of the owner's worker, a
   backend restart while the job was owned) loses the owner; recovery = next claim - the fault's
   applied time (0 when the claim landed between the fault's journal entry and its applied record). An
