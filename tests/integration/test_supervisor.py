@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from chaos.errors import ConfigError
+from chaos.errors import ConfigError, HarnessError
 from chaos.ledger import Ledger
+from chaos.procs import is_alive
 from chaos.runtime.supervisor import Supervisor
 
 # A parent that starts a child and then sleeps: a two-process tree, like a pool supervisor and its child.
@@ -93,3 +95,40 @@ def test_no_signal_after_the_process_is_gone(sup: Supervisor) -> None:
 def test_missing_program_is_a_config_error(sup: Supervisor) -> None:
     with pytest.raises(ConfigError, match="was not found"):
         sup.start("w1", ["/nonexistent/worker-binary"], dict(os.environ))
+
+
+def test_a_process_started_from_a_thread_that_ended_lives_on(sup: Supervisor) -> None:
+    """The parent-death signal is per thread: the supervisor starts every process from its own thread."""
+    starter = threading.Thread(target=lambda: sup.start("w1", TREE, dict(os.environ)))
+    starter.start()
+    starter.join()
+    wait_children(sup, "w1", 1)
+    time.sleep(0.2)  # a parent-death SIGKILL lands at once
+    assert sup.processes["w1"].alive, "the worker died with the thread that asked for it"
+
+
+def test_close_kills_what_left_the_tree_and_the_group_and_nothing_starts_after(sup: Supervisor, tmp_path: Path) -> None:
+    """A grandchild in a session of its own (no parent, no group of the worker's) ends with the run."""
+    escape = [sys.executable, "-c", "import os, sys, time\nif os.fork() == 0:\n    os.setsid()\n"
+              "    if os.fork() == 0:\n        time.sleep(60)\n    os._exit(0)\nos.wait()\ntime.sleep(60)"]
+    sup.start("w1", escape, dict(os.environ))
+    deadline = time.monotonic() + 10
+    escaped: list[psutil.Process] = []
+    while not escaped and time.monotonic() < deadline:
+        escaped = [p for p in psutil.process_iter() if _environ(p).get("CHAOS_RUN_MARKER") == sup.marker
+                   and is_alive(p) and p.ppid() != sup.processes["w1"].pid and p.pid != sup.processes["w1"].pid]
+        time.sleep(0.02)
+    assert escaped, "the grandchild escaped the tree"
+    assert os.getsid(escaped[0].pid) != os.getsid(sup.processes["w1"].pid), "and the session"
+    sup.close()
+    assert not is_alive(escaped[0])
+    assert sup.cgroup is None or not sup.cgroup.path.exists(), "the run's cgroup is removed"
+    with pytest.raises(HarnessError, match="after the run began stopping"):
+        sup.start("w2", TREE, dict(os.environ))
+
+
+def _environ(proc: psutil.Process) -> dict[str, str]:
+    try:
+        return proc.environ()
+    except psutil.Error:
+        return {}
