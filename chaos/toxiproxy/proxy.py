@@ -471,7 +471,7 @@ def _split_host_port(address: str) -> tuple[str, str]:
 def _port(port: str) -> int:
     """A port as Go reads one: decimal with an optional sign (an empty one is 0), else a service name."""
     if re.fullmatch(r"[+-]?[0-9]*", port):
-        digits = port.lstrip("+-")[:12] or "0"  # more digits are out of range whatever they say
+        digits = port.lstrip("+-").lstrip("0")[:6] or "0"  # six digits are past 65535 already
         number = -int(digits) if port.startswith("-") else int(digits)
         if not 0 <= number <= 65535:
             raise ValueError(f"address {port}: invalid port")

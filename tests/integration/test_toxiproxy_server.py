@@ -587,6 +587,7 @@ def test_listen_errors_read_as_go_writes_them(server: EmbeddedToxiproxy, echo: E
     assert error("127.0.0.1") == "listen tcp: address 127.0.0.1: missing port in address"
     assert error("bad::addr::x") == "listen tcp: address bad::addr::x: too many colons in address"
     assert error("127.0.0.1:99999") == "listen tcp: address 99999: invalid port"
+    assert error("127.0.0.1:" + "9" * 5000) == f"listen tcp: address {'9' * 5000}: invalid port"
     assert error("999.1.1.1:80") == "listen tcp: lookup 999.1.1.1: no such host"
     create(server, echo)
     status, _, body = call(server, "PATCH", "/proxies/echo", {"listen": "bad::addr::x"})
