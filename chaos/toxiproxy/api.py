@@ -341,8 +341,12 @@ def _decode(body: bytes) -> Any:
 def _too_deep(text: str) -> ApiError:
     """Nesting past what Python's parser recurses into: Go's error past its 10,000 levels, else a 400 that
     says this server stops sooner (Go would decode it)."""
-    depth = 0
-    for char in re.sub(r'"(?:[^"\\]|\\.)*"', '""', text):  # brackets inside strings do not nest
+    depth, in_string, escaped = 0, False, False
+    for char in text:  # one pass: brackets inside strings do not nest
+        if in_string:
+            in_string, escaped = (escaped or char != '"'), (not escaped and char == "\\")
+            continue
+        in_string = char == '"'
         depth += 1 if char in "[{" else -1 if char in "]}" else 0
         if depth > MAX_DEPTH:
             return bad_body(f"invalid character '{char}' exceeded max depth")
