@@ -12,6 +12,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from types import FrameType
@@ -20,10 +21,10 @@ from typing import NoReturn, TextIO
 from chaos import events
 from chaos.backends.registry import provider_names
 from chaos.check.checker import judge
-from chaos.contract import SECONDS, is_seconds
+from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.discovery import available_scenarios, available_targets, find_scenario, find_target
 from chaos.errors import ChaosError, ConfigError
-from chaos.ledger import read_events
+from chaos.ledger import LedgerUnwritable, read_events
 from chaos.reports import summary, write_reports
 from chaos.runtime import last_resort
 from chaos.runtime.cleanup import clean_killed_runs
@@ -69,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     toxiproxy_sub = toxiproxy.add_subparsers(dest="toxiproxy_command", required=True)
     serve = toxiproxy_sub.add_parser("serve", help="serve the Toxiproxy HTTP API in the foreground until Ctrl-C")
     serve.add_argument("--host", default="127.0.0.1", help="the API's address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8474, help="the API's port (default 8474, as Toxiproxy's; 0: any)")
+    serve.add_argument("--port", type=_port, default=8474, help="the API's port (default 8474, as Toxiproxy's; 0: any)")
     return parser
 
 
@@ -90,6 +91,17 @@ def _seconds(text: str) -> float:
         value = math.nan
     if not is_seconds(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not {SECONDS}")
+    return value
+
+
+def _port(text: str) -> int:
+    """A TCP port: 0 to 65535 (a larger number would wrap around to another port, silently)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: expected 0 to 65535 (0: any free one)")
     return value
 
 
@@ -117,14 +129,32 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    ledger = read_events(args.run_dir / "ledger.sqlite")
+    path = args.run_dir / "ledger.sqlite"
+    ledger = read_events(path)
+    _check_run_start(ledger, path)
     verdict = judge(ledger)
     # Never replace the run's own reports: they were judged from the ledger as the run left it.
     out = args.run_dir / "regenerated" if (args.run_dir / "verdict.json").exists() else args.run_dir
-    out.mkdir(exist_ok=True)
     write_reports(out, verdict, ledger)
     _say(summary(verdict, out))
     return verdict.exit_code
+
+
+def _check_run_start(ledger: list[events.Event], path: Path) -> None:
+    """The ledger's run.start row, written before anything else, records the contract the run is judged
+    against: without it, or with it damaged, nothing can be judged."""
+    start = next((event for event in ledger if event.kind == events.RUN_START), None)
+    if start is None:
+        raise ConfigError(f"{path} has no run.start row (the first row `chaos run` writes, before anything starts): "
+                          "it is no complete run's ledger, and without the contract that row records nothing can "
+                          "be judged. Pass the run dir of a run `chaos run` started, or run the scenario again.")
+    data = start.data
+    fields = {"contract": dict, "target": str, "scenario": str}
+    if not isinstance(data, dict) or any(not isinstance(data.get(key), kind) for key, kind in fields.items()):
+        raise ConfigError(f"{path}: its run.start row (seq {start.seq}) is damaged: expected a table with "
+                          f"{', '.join(f'{key} ({kind.__name__})' for key, kind in fields.items())}, found "
+                          f"{str(data)[:200]}. Nothing can be judged without it; run the scenario again.")
+    Contract.from_dict(dict(data["contract"]), f"{path}: run.start's contract")
 
 
 def _clean(args: argparse.Namespace) -> int:
@@ -220,10 +250,17 @@ def command(argv: list[str] | None = None) -> int:
         return 3
 
 
+def _thread_died(args: threading.ExceptHookArgs) -> None:
+    """A full disk stops every thread that appends to the ledger; the run's controller says so, once."""
+    if not isinstance(args.exc_value, LedgerUnwritable):
+        threading.__excepthook__(args)
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     """The `chaos` console script: the command's exit code, whatever threads user code left running and
     whatever became of stdout."""
     last_resort.take_charge()
+    threading.excepthook = _thread_died
     try:
         code = command(argv)
     except SystemExit as exc:  # argparse: --help, or a usage error (exit 2)

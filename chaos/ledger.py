@@ -41,10 +41,13 @@ class Ledger:
         self.path = path
         self._lock = threading.Condition()
         self._events: list[Event] = []
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(SCHEMA)
+        try:
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(SCHEMA)
+        except sqlite3.Error as exc:
+            raise unwritable(path, exc) from exc
 
     def append(self, record: Record) -> Event:
         """Commit one event (built by a `chaos.events` constructor) and return it, stamped; the commit
@@ -53,10 +56,13 @@ class Ledger:
         encoded = json.dumps(payload, sort_keys=True, default=str)
         with self._lock:
             mono, wall = time.monotonic(), time.time()
-            cursor = self._db.execute(
-                "INSERT INTO events (mono, wall, source, kind, job, worker, data) VALUES (?,?,?,?,?,?,?)",
-                (mono, wall, source, kind, job, worker, encoded),
-            )
+            try:
+                cursor = self._db.execute(
+                    "INSERT INTO events (mono, wall, source, kind, job, worker, data) VALUES (?,?,?,?,?,?,?)",
+                    (mono, wall, source, kind, job, worker, encoded),
+                )
+            except sqlite3.OperationalError as exc:  # the disk is full, or the file was made read-only
+                raise unwritable(self.path, exc) from exc
             assert cursor.lastrowid is not None
             event = Event(cursor.lastrowid, mono, wall, source, kind, job, worker, payload)
             self._events.append(event)
@@ -91,6 +97,17 @@ class Ledger:
             self._db.close()
 
 
+class LedgerUnwritable(ConfigError):
+    """The machine's problem, not the queue's: the run cannot be recorded, so it cannot be judged. Every
+    part that appends meets it; the controller's own append at the run's end reports it."""
+
+
+def unwritable(path: Path, exc: Exception) -> LedgerUnwritable:
+    return LedgerUnwritable(f"Cannot write the run's ledger {path} ({exc}): the filesystem holding it is full or not "
+                       "writable, so the run cannot be recorded and was stopped. Free space there, or pick another "
+                       "--runs-dir (or CHAOS_RUNS_DIR).")
+
+
 def read_events(path: Path, kinds: tuple[str, ...] = ()) -> list[Event]:
     """Read a ledger (only the events of these `kinds`, when given) in commit order; works on a ledger
     whose writer was killed.
@@ -107,8 +124,14 @@ def read_events(path: Path, kinds: tuple[str, ...] = ()) -> list[Event]:
     paused = gc.isenabled()
     gc.disable()
     try:
-        with closing(sqlite3.connect(str(path))) as db:
-            return _load(db, kinds)
+        try:
+            with closing(sqlite3.connect(str(path))) as db:
+                return _load(db, kinds)
+        except sqlite3.OperationalError:
+            # A ledger on a read-only filesystem (a mounted archive, a CI artifact): WAL mode cannot make
+            # its shared-memory file there, but nothing writes to it either, so it can be read as it stands.
+            with closing(sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)) as db:
+                return _load(db, kinds)
     except (sqlite3.DatabaseError, ValueError) as exc:
         raise ConfigError(f"{path} is not a readable queue-chaos ledger ({exc}).") from exc
     finally:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.check.verdict import Verdict
+from chaos.errors import ConfigError
 from chaos.events import Event
 from chaos.reports import timeline
 
@@ -19,12 +20,21 @@ WITNESS_QUIET = ("argv", "create_time", "log", "log_tail")  # data too long for 
 
 
 def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> None:
+    """Every report of the verdict into `run_dir`; a directory that cannot take them (a full disk, a
+    read-only copy) is the machine's problem, said in one paragraph."""
     verdict_json = json.dumps(finite(verdict.to_dict()), indent=2, default=str, allow_nan=False)
-    (run_dir / "verdict.json").write_text(verdict_json + "\n")
-    (run_dir / "summary.txt").write_text(summary(verdict, run_dir) + "\n")
-    (run_dir / "summary.md").write_text(markdown(verdict) + "\n")
-    junit(verdict).write(run_dir / "junit.xml", encoding="utf-8", xml_declaration=True)
-    (run_dir / "report.html").write_text(timeline.render(verdict, events) + "\n")
+    try:
+        run_dir.mkdir(exist_ok=True)
+        (run_dir / "verdict.json").write_text(verdict_json + "\n")
+        (run_dir / "summary.txt").write_text(summary(verdict, run_dir) + "\n")
+        (run_dir / "summary.md").write_text(markdown(verdict) + "\n")
+        junit(verdict).write(run_dir / "junit.xml", encoding="utf-8", xml_declaration=True)
+        (run_dir / "report.html").write_text(timeline.render(verdict, events) + "\n")
+    except OSError as exc:
+        raise ConfigError(f"Cannot write the reports into {run_dir} ({exc.strerror or exc}); the verdict was "
+                          f"{verdict.verdict.upper()}, and the ledger beside it keeps the whole run. Make room or "
+                          "make it writable, or copy the run dir somewhere writable, then `chaos report` on it "
+                          "writes them.") from exc
 
 
 def finite(value: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -66,6 +67,9 @@ def end_now(why: str, code: int) -> NoReturn:
     second caller waits for the first one's exit."""
     if not _ending.acquire(blocking=False):
         threading.Event().wait()
+    if threading.current_thread() is threading.main_thread():  # a third Ctrl-C must not interrupt this one
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
     _kill_descendants()  # first: whatever the teardown meets, nothing the run started keeps running
     worker = threading.Thread(target=_tear_down, args=(why, code), name="chaos-teardown", daemon=True)
     worker.start()
