@@ -82,7 +82,10 @@ def end_now(why: str, code: int) -> NoReturn:
 
 def exit_now(code: int) -> NoReturn:
     """Flush what was written and exit, without waiting for threads user code left behind: a reader that
-    went away (`chaos run | head`) costs the output, never the exit code."""
+    went away (`chaos run | head`) costs the output, never the exit code. The exit handlers still run
+    (the local servers' last resort), as on a normal exit."""
+    with contextlib.suppress(BaseException):
+        atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
