@@ -106,8 +106,11 @@ def _harness_error(run: RunHistory) -> str:
         return ""
     if not run.starts:
         return "jobs were enqueued but the scenario started no worker: nothing here is a verdict on the queue"
+    strangers = [f"{e.data.get('status')} {e.data.get('error')}" for e in run.refusals if _from_stranger(e)]
+    tokens = (f"; the sink refused requests without a valid run token ({strangers[0]}): do the workers send "
+              "the run's token?") if strangers else ""
     return ("no worker ever reported a probe, so nothing here is a verdict on the queue: the target's workers, "
-            "or their connection to the sink, are broken (their exits and logs are listed)")
+            f"or their connection to the sink, are broken (their exits and logs are listed){tokens}")
 
 
 def _from_stranger(refusal: Event) -> bool:
@@ -175,8 +178,9 @@ def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultRep
         verdict = "inconclusive"
     strangers = [e for e in run.refusals if _from_stranger(e)]
     if strangers:
+        first = strangers[0].data
         notes.append(f"the sink refused requests that carried no valid run token (first at {run.at(strangers[0])}: "
-                     f"{strangers[0].data.get('error')}, path {strangers[0].data.get('path')}): not from the run's "
+                     f"{first.get('status')} {first.get('error')}, path {first.get('path')}): not from the run's "
                      "workers, so nothing they said is in the ledger or the verdict")
     grace = run.start.get("shutdown_grace_s", "?")
     notes += [f"{e.worker} (pid {e.data.get('pid')}) did not stop within the shutdown grace of {grace}s after "

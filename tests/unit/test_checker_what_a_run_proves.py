@@ -66,3 +66,11 @@ def test_a_refused_probe_from_a_worker_with_the_token_is_still_an_error() -> Non
     assert verdict.verdict == "error"
     assert verdict.error is not None and "field 'token'" in verdict.error and "X-Chaos-Token" not in verdict.error
     assert [r["from"] for r in verdict.refused] == ["stranger", "worker"]
+
+
+def test_workers_that_only_ever_sent_a_wrong_token_are_a_harness_error_naming_it() -> None:
+    h = History(faults=[]).enqueue("a").start("w1")
+    refused(h, 401, "missing or wrong X-Chaos-Token")
+    verdict = judge(h.snapshot(a="pending").events)
+    assert verdict.verdict == "error"
+    assert verdict.error is not None and "401 missing or wrong X-Chaos-Token" in verdict.error
