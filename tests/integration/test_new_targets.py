@@ -23,9 +23,11 @@ LOCK_TARGETS = ["pg_txlock", "pg_advisory"]
 LOCK_RELEASE_S = 0.5  # a dead owner's session ends when its socket closes: milliseconds, not a timeout
 
 
-def run_inline(target: str, body: Callable[[Any], None], runs_dir: Path) -> tuple[Verdict, list[Event]]:
-    """Run an ad-hoc scenario in this process through the real harness; returns the verdict and ledger."""
-    scenario = Scenario(f"inline_{body.__name__}", Path(__file__), body.__doc__ or "", body, ("kill",))
+def run_inline(target: str, body: Callable[[Any], None], runs_dir: Path,
+               faults: tuple[str, ...] = ("kill",)) -> tuple[Verdict, list[Event]]:
+    """Run an ad-hoc scenario in this process through the real harness; returns the verdict and ledger.
+    `faults` is its FAULTS: a declared kind it never injects makes the run inconclusive."""
+    scenario = Scenario(f"inline_{body.__name__}", Path(__file__), body.__doc__ or "", body, faults)
     result = run_scenario(find_target(target), scenario, RunOptions(seed=1, runs_dir=runs_dir))
     return result.verdict, read_events(result.dir / "ledger.sqlite")
 
@@ -83,7 +85,7 @@ def test_poison_job_is_dead_lettered_after_exactly_max_attempts(tmp_path: Path, 
         ctx.start_worker()
         ctx.wait_drained(15.0)
 
-    verdict, events = run_inline(target, poison, tmp_path)
+    verdict, events = run_inline(target, poison, tmp_path, faults=())
     max_attempts = verdict.contract["max_attempts"]
     assert max_attempts == 3
     assert verdict.verdict == "pass", verdict
