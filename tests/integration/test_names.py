@@ -97,6 +97,17 @@ def test_a_target_named_with_glob_characters_recovers_as_its_original_does(tmp_p
     assert len(recovered) == 8 and all(e.data["state"] == "done" for e in recovered)
 
 
+def test_an_external_run_of_a_target_named_with_glob_characters_leaves_no_key(tmp_path: Path) -> None:
+    with LocalRedis.open(BackendSettings(tmp_path / "server", "run-1")) as server:
+        client = redis.Redis.from_url(server.endpoint.url, decode_responses=True)
+        client.set("users-key", "kept")
+        result = run(tmp_path, glob_named_copy(tmp_path, reconciler=True), "kill_after_effect_before_ack",
+                     "--backend-url", server.endpoint.url)
+        assert result.code == 0, result.stdout + result.stderr
+        assert client.keys("*") == ["users-key"], "every key of the run was found and deleted, nothing else"
+        client.close()
+
+
 def test_a_run_prefix_with_glob_characters_is_matched_literally_on_a_real_redis(tmp_path: Path) -> None:
     """The escaping itself: a prefix holding `[v2]`, `*` and `?` finds its own keys (the snapshot's
     processing lists, an external run's keys to delete) and no one else's."""
