@@ -147,7 +147,7 @@ def test_a_run_past_its_deadline_ends_as_an_error_naming_what_it_waited_for(tmp_
     ('["{python}", "-m", "no_such_module_of_mine"]', ["no worker ever reported", "No module named"]),
     ('["{python}", "-c", "import time; time.sleep(60)"]', ["no worker ever reported a probe"]),
     ('["{python}", "-c", "import os; os.environ[\'CHAOS_RUN_TOKEN\'] = \'wrong\'; from chaos import probe; '
-     'probe.claim(\'job-0001\', \'t\')"]', ["missing or wrong X-Chaos-Token", "ProbeError"]),
+     'probe.claim(\'job-0001\', \'t\')"]', ["401 missing or wrong X-Chaos-Token", "ProbeError"]),
 ], ids=["exits-at-once", "module-typo", "never-reports", "wrong-token"])
 def test_workers_that_never_did_any_work_are_a_harness_error_with_their_logs(tmp_path: Path, worker: str,
                                                                              phrases: list[str]) -> None:
