@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from chaos import events
-from chaos.procs import is_alive
+from chaos.procs import carrying, is_alive
 
 CGROUP_PREFIX = "chaos-run-"
 SWEEP_POLL_S = 0.01
@@ -124,15 +124,7 @@ def own_cgroup() -> str | None:
 
 def marked(marker: str) -> list[psutil.Process]:
     """Live processes whose environment carries this run's marker (never the caller itself)."""
-    found = []
-    for proc in psutil.process_iter(["status"]):
-        try:
-            if (proc.pid != os.getpid() and proc.info["status"] != psutil.STATUS_ZOMBIE
-                    and proc.environ().get(events.ENV_RUN_MARKER) == marker):
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
+    return carrying(events.ENV_RUN_MARKER, {marker})
 
 
 def members(marker: str, cgroup: str | None) -> list[psutil.Process]:

@@ -10,6 +10,7 @@ import psutil
 from chaos import events
 from chaos.containment import members
 from chaos.ledger import read_events
+from chaos.procs import carrying
 
 
 def run_processes(run_dir: Path) -> list[psutil.Process]:
@@ -43,14 +44,7 @@ def run_processes(run_dir: Path) -> list[psutil.Process]:
 
 def processes_marked(markers: set[str]) -> list[psutil.Process]:
     """Live processes whose environment carries one of these local servers' markers."""
-    found = []
-    for proc in psutil.process_iter(["status"]):
-        try:
-            if proc.info["status"] != psutil.STATUS_ZOMBIE and proc.environ().get(events.ENV_SERVER_MARKER) in markers:
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
+    return carrying(events.ENV_SERVER_MARKER, markers)
 
 
 def processes_mentioning(text: str) -> list[psutil.Process]:

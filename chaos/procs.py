@@ -82,6 +82,20 @@ def kill_tree(pid: int) -> list[psutil.Process]:
     return descendants
 
 
+def carrying(variable: str, values: set[str]) -> list[psutil.Process]:
+    """Live processes (never the caller itself, nor a zombie) whose environment sets `variable` to one of
+    `values`: a marker every process of one run's part inherits, however it detached."""
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if (proc.pid != os.getpid() and proc.info["status"] != psutil.STATUS_ZOMBIE
+                    and proc.environ().get(variable) in values):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
 def is_stopped(process: psutil.Process) -> bool:
     """True once the kernel shows this process stopped (or traced-stopped), or it is gone: it runs no more."""
     try:

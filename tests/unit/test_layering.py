@@ -54,7 +54,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.discovery": ("chaos.events", "chaos.errors", "chaos.scenario", "chaos.target"),
     "chaos.known_answers": ("chaos.discovery", "chaos.errors"),
     "chaos.containment": ("chaos.events", "chaos.procs"),
-    "chaos.leftovers": ("chaos.events", "chaos.ledger", "chaos.containment"),
+    "chaos.leftovers": ("chaos.events", "chaos.ledger", "chaos.containment", "chaos.procs"),
     "chaos.toxiproxy": ("chaos.toxiproxy", "chaos.errors", "chaos.ports", "chaos.procs"),
     "chaos.runtime": ("chaos",),
     "chaos.cli": ("chaos",),
