@@ -26,6 +26,7 @@ from chaos.procs import carrying, is_alive
 
 CGROUP_PREFIX = "chaos-run-"
 SWEEP_POLL_S = 0.01
+SWEEP_S = 5.0  # how long killing a run's leftover worker processes may take (at a run's end, or by `chaos clean`)
 REMOVE_S = 2.0  # how long an emptied cgroup may take to let its directory go
 
 

@@ -19,14 +19,13 @@ import psutil
 from chaos import events
 from chaos.backends.postgres.cluster import remove_half_built_templates
 from chaos.backends.registry import provider
-from chaos.containment import sweep
+from chaos.containment import SWEEP_S, sweep
 from chaos.errors import ChaosError
 from chaos.events import Event
 from chaos.ledger import Ledger, last_event, read_events
 from chaos.runtime.network import clean_after_killed_run as clean_network
 
 CLEANABLE_END = "interrupted"  # a run interrupted while cleaning up may have left its data behind
-SWEEP_S = 5.0  # how long killing a run's leftover worker processes may take
 CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives start times from the boot time, which clock steps move
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from chaos import events
-from chaos.containment import RunCgroup, enter_cgroup, new_marker, sweep
+from chaos.containment import SWEEP_S, RunCgroup, enter_cgroup, new_marker, sweep
 from chaos.errors import ConfigError, HarnessError
 from chaos.faults.base import Scope
 from chaos.ledger import Ledger
@@ -28,7 +28,6 @@ from chaos.procs import die_with_parent, kill_group, wait_dead, wait_stopped
 from chaos.runtime.spawner import Spawner
 
 STOP_BOUND_S = 10.0  # how long a SIGSTOPped process may take to show stopped before the stop is a harness error
-SWEEP_S = 5.0  # how long the end of the run may take to SIGKILL what the workers left
 
 
 @dataclass
@@ -69,7 +68,12 @@ class Supervisor:
         self._lock = threading.Lock()
         self.marker = new_marker()
         self.cgroup = RunCgroup.create(self.marker)
-        ledger.append(events.containment(self.marker, str(self.cgroup.path) if self.cgroup else None))
+        try:
+            ledger.append(events.containment(self.marker, str(self.cgroup.path) if self.cgroup else None))
+        except BaseException:  # a ledger that cannot take it (a full disk): no cgroup of ours is left unjournaled
+            if self.cgroup:
+                self.cgroup.remove()
+            raise
         self._spawner = Spawner()
 
     def start(self, name: str, argv: list[str], env: dict[str, str], role: str = "worker",
