@@ -127,9 +127,17 @@ def read_events(path: Path, kinds: tuple[str, ...] = ()) -> list[Event]:
         try:
             with closing(sqlite3.connect(str(path))) as db:
                 return _load(db, kinds)
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError as exc:
             # A ledger on a read-only filesystem (a mounted archive, a CI artifact): WAL mode cannot make
-            # its shared-memory file there, but nothing writes to it either, so it can be read as it stands.
+            # its shared-memory file there, but nothing writes to it either, so it can be read as it stands,
+            # unless its writer was killed before folding its write-ahead log in: an immutable read ignores
+            # that log, and would judge the run without the events it holds.
+            wal = path.with_name(path.name + "-wal")
+            if wal.is_file() and wal.stat().st_size > 0:
+                raise ConfigError(f"Cannot read the ledger {path} ({exc}): its write-ahead log {wal.name} still holds "
+                                  "events (its writer was killed, or is still running), which can only be read "
+                                  "where the directory is writable. Copy the run dir somewhere writable and pass "
+                                  "that copy.") from exc
             with closing(sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)) as db:
                 return _load(db, kinds)
     except (sqlite3.DatabaseError, ValueError) as exc:
