@@ -128,10 +128,19 @@ def marked(marker: str) -> list[psutil.Process]:
     return carrying(events.ENV_RUN_MARKER, {marker})
 
 
+def _recorded(marker: str, cgroup: str | None) -> RunCgroup | None:
+    """The run's cgroup as a ledger records it, only if it is one this module made for that marker: a
+    damaged ledger must not point `cgroup.kill` at someone else's cgroup."""
+    if not cgroup or Path(cgroup).name != f"{CGROUP_PREFIX}{marker}":
+        return None
+    return RunCgroup(Path(cgroup))
+
+
 def members(marker: str, cgroup: str | None) -> list[psutil.Process]:
     """Every live process of a run's workers: those its cgroup holds and those carrying its marker."""
     found = {proc.pid: proc for proc in marked(marker)}
-    for pid in RunCgroup(Path(cgroup)).pids() if cgroup else []:
+    run_cgroup = _recorded(marker, cgroup)
+    for pid in run_cgroup.pids() if run_cgroup else []:
         with contextlib.suppress(psutil.Error):
             proc = psutil.Process(pid)
             if is_alive(proc):
@@ -144,10 +153,11 @@ def sweep(marker: str, cgroup: str | None, timeout: float) -> tuple[list[int], l
     its children's marker or cgroup); returns the pids killed and what still lives after `timeout`."""
     killed: set[int] = set()
     deadline = time.monotonic() + timeout
+    run_cgroup = _recorded(marker, cgroup)
     while True:
         left = members(marker, cgroup)
-        if cgroup:
-            RunCgroup(Path(cgroup)).kill()
+        if run_cgroup:
+            run_cgroup.kill()
         for proc in left:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
@@ -156,8 +166,8 @@ def sweep(marker: str, cgroup: str | None, timeout: float) -> tuple[list[int], l
             break
         time.sleep(SWEEP_POLL_S)
     still = members(marker, cgroup)
-    if cgroup and not still:
-        _remove_when_empty(RunCgroup(Path(cgroup)), max(deadline, time.monotonic() + REMOVE_S))
+    if run_cgroup and not still:
+        _remove_when_empty(run_cgroup, max(deadline, time.monotonic() + REMOVE_S))
     return sorted(killed), still
 
 
