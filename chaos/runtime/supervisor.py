@@ -226,10 +226,12 @@ class Supervisor:
                 self.kill(managed.name)
                 self.wait_exit(managed.name, 5.0)
         leftovers = [proc for managed in running for proc in kill_group(managed.pid)]
-        _, escaped = sweep(self.marker, str(self.cgroup.path) if self.cgroup else None, SWEEP_S)
-        if still := wait_dead(leftovers, 5.0) + escaped:
-            raise HarnessError(f"processes {[proc.pid for proc in still]} survived SIGKILL at the end of the run")
-        self._spawner.close()
+        try:
+            _, escaped = sweep(self.marker, str(self.cgroup.path) if self.cgroup else None, SWEEP_S)
+            if still := wait_dead(leftovers, 5.0) + escaped:
+                raise HarnessError(f"processes {[proc.pid for proc in still]} survived SIGKILL at the end of the run")
+        finally:
+            self._spawner.close()
 
 
 def _child_setup(die: Callable[[], None], cgroup: tuple[str, bytes] | None) -> Callable[[], None]:
