@@ -202,7 +202,11 @@ def _say(text: str, stream: TextIO | None = None) -> None:
         print(text, file=stream, flush=True)
     except (BrokenPipeError, ValueError):  # ValueError: a stream already closed
         with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, stream.fileno())
+            finally:
+                os.close(devnull)
 
 
 _interrupted: list[int] = []
