@@ -19,7 +19,7 @@ from types import FrameType
 from typing import NoReturn, TextIO
 
 from chaos import events
-from chaos.backends.registry import provider_names
+from chaos.backends.registry import KINDS, provider_names, providers
 from chaos.check.checker import judge
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.discovery import available_scenarios, available_targets, find_scenario, find_target
@@ -175,8 +175,13 @@ def _list() -> int:
             broken += 1
             lines.append(f"  {name:<14} BROKEN: {exc}")
             continue
-        params = " ".join(f"{k}={v}" for k, v in target.params.items())
-        lines.append(f"  {name:<14} {target.description}" + (f" [params: {params}]" if params else ""))
+        settings = " ".join(f"{k}={_shown(v)}" for k, v in {**target.server, **target.params}.items())
+        lines.append(f"  {name:<14} {target.description}" + (f" [-p {settings}]" if settings else ""))
+    lines.append("backends (their [server] settings, by provider):")
+    for kind in KINDS:
+        for found in providers(kind).values():
+            options = "; ".join(f"{option.name}: {option.describe()}" for option in found.options)
+            lines.append(f"  {kind + ' ' + found.name:<19} {options or '(none)'}")
     lines.append("scenarios:")
     for name, path in sorted(available_scenarios().items()):
         try:
@@ -192,6 +197,11 @@ def _list() -> int:
     if broken:
         _say(f"chaos: {broken} target(s) or scenario(s) above do not load; each says why.", sys.stderr)
     return 2 if broken else 0
+
+
+def _shown(value: object) -> str:
+    """A setting's value as -p takes it."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _say(text: str, stream: TextIO | None = None) -> None:

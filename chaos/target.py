@@ -1,4 +1,9 @@
-"""Targets: a folder with target.toml (backend, worker command, params, contract) and its control code.
+"""Targets: a folder with target.toml and its control code.
+
+target.toml's settings are split by audience: `[server]` configures the backend's server (each provider
+declares what it takes), `[params]` are the queue's own knobs (typed TOML values, checked against
+`[choices]`, handed to the workers and the control as JSON values), and `[contract]` is what the queue
+promises, which the checker judges against and the workers read from their settings.
 
 The control side is a class named in target.toml that sets up the queue, enqueues jobs, gives the
 worker environment, and takes the final `snapshot()` of every job as the queue itself sees it.
@@ -11,16 +16,20 @@ import sys
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from chaos.backends.base import Backend, Endpoint
-from chaos.backends.registry import KINDS
+from chaos.backends.options import ServerOption
+from chaos.backends.registry import KINDS, server_options
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.errors import ConfigError
 from chaos.names import check_name
 from chaos.usercode import load_module
 
-PLACEHOLDERS = ("python", "target_dir")
+# What a worker or reconciler command may name: the suite's interpreter, the target's folder, the process's
+# name (w1), its own way to the backend (a proxy under network faults), the run's namespace on the server
+# (a key prefix, a schema, a tube, a vhost; "" where the server is the run's own), and {param:NAME}.
+PLACEHOLDERS = ("python", "target_dir", "worker", "endpoint_url", "namespace", "param:NAME")
 DEFAULT_GRACE_S = 3.0
 
 
@@ -49,8 +58,15 @@ class JobState:
 
 class Control(Protocol):
     """What a target's control class provides. It runs in the suite's process, constructed with
-    (backend, params, contract): `backend` is the started server (`dsn`, `endpoint`), params are the
-    target's parameters as strings, the contract its [contract] table."""
+    (backend, params, contract): `backend` is the started server (`dsn`, `endpoint`), params the target's
+    [params] as typed values (a string, an integer, a float or a boolean each), the contract its
+    [contract] table.
+
+    `shows_deliveries`: whether `snapshot()` can show a job out for delivery. A queue that cannot (a
+    broker's unacknowledged message is in no queue) sets it False: the suite then counts a job as drained
+    only once it is dead, or an ack of it was accepted."""
+
+    shows_deliveries: ClassVar[bool]
 
     def setup(self) -> None:
         """Create the queue (schema, tables) on the fresh backend."""
@@ -64,11 +80,7 @@ class Control(Protocol):
         the backend: a proxy when the scenario cuts the network), never from the backend's address."""
 
     def snapshot(self) -> list[JobState]:
-        """Every job as the queue itself sees it: pending, claimed (by whom), done, dead, or absent.
-
-        A queue that cannot show a job out for delivery (a broker's unacknowledged message is in no queue)
-        says so with a class attribute `shows_deliveries = False`: the suite then counts a job as drained
-        only once it is dead, or an ack of it was accepted."""
+        """Every job as the queue itself sees it: pending, claimed (by whom), done, dead, or absent."""
 
     def close(self) -> None: ...
 
@@ -82,31 +94,45 @@ class Target:
     control: str
     worker: list[str]
     contract: Contract
-    params: dict[str, str]
-    choices: dict[str, list[str]]
+    params: dict[str, Any]  # [params]: typed TOML values (str, int, float, bool)
+    choices: dict[str, list[Any]]
     reconciler: list[str] | None = None
-    kinds: dict[str, str] = field(default_factory=dict)
+    server: dict[str, Any] = field(default_factory=dict)  # [server]: the settings it gives the backend's server
     shutdown_grace_s: float = DEFAULT_GRACE_S  # how long its processes get after SIGTERM at the end of a run
 
     def with_params(self, overrides: dict[str, str]) -> Target:
-        """Apply `-p key=value` overrides, refusing unknown keys, values outside the declared choices, and
-        values of another kind than the default in target.toml (a number stays a number)."""
-        params = dict(self.params)
-        for key, value in overrides.items():
-            if key not in params:
-                known = ", ".join(sorted(params)) or "none"
-                raise ConfigError(f"Target {self.name} has no parameter {key!r}; its parameters are: {known}. "
+        """Apply `-p key=value` overrides: a server setting (checked by the option that declares it, the value
+        read as TOML) or a parameter (read as its default's type; refused outside the declared choices)."""
+        params, server = dict(self.params), dict(self.server)
+        options = server_options(self.backend)
+        for key, text in overrides.items():
+            if key in options:
+                server[key] = options[key].check(_toml_value(text), f"target {self.name}, -p {key}")
+            elif key in params:
+                params[key] = self._param(key, text)
+            else:
+                known = ", ".join(sorted(params) + sorted(options)) or "none"
+                raise ConfigError(f"Target {self.name} has no parameter or server setting {key!r}; it has: {known}. "
                                   f"Pass them as -p key=value.")
-            allowed = self.choices.get(key)
-            if allowed and value not in allowed:
-                raise ConfigError(f"Target {self.name}: parameter {key}={value!r} is not one of "
-                                  f"{', '.join(allowed)}.")
-            kind = self.kinds.get(key, "string")
-            if not _is_of_kind(value, kind):
-                raise ConfigError(f"Target {self.name}: parameter {key}={value!r} is not {_KIND_EXAMPLES[kind]}, "
-                                  f"as its default {key} = {self.params[key]} in target.toml is.")
-            params[key] = value
-        return replace(self, params=params)
+        return replace(self, params=params, server=server)
+
+    def _param(self, key: str, text: str) -> Any:
+        """A `-p` value read as the kind of its default in target.toml (a number stays a number)."""
+        kind = kind_of(self.params[key])
+        value = _parse_kind(text, kind)
+        if value is None:
+            raise ConfigError(f"Target {self.name}: parameter {key}={text!r} is not {_KIND_EXAMPLES[kind]}, "
+                              f"as its default {key} = {_toml(self.params[key])} in target.toml is.")
+        allowed = self.choices.get(key)
+        if allowed and value not in allowed:
+            raise ConfigError(f"Target {self.name}: parameter {key}={text!r} is not one of "
+                              f"{', '.join(_toml(choice).strip(chr(34)) for choice in allowed)}.")
+        return value
+
+    def server_settings(self, declared: tuple[ServerOption, ...]) -> dict[str, Any]:
+        """The [server] values for the options a provider declares (an external server takes none)."""
+        names = {option.name for option in declared}
+        return {key: value for key, value in self.server.items() if key in names}
 
     def with_contract(self, overrides: dict[str, str]) -> Target:
         """Apply `-c key=value` overrides (each value read as TOML, else as a string), checked as target.toml's are."""
@@ -116,8 +142,11 @@ class Target:
         raw.update({key: _toml_value(value) for key, value in overrides.items()})
         return replace(self, contract=Contract.from_dict(raw, f"target {self.name} with -c overrides"))
 
-    def command(self, argv: list[str]) -> list[str]:
-        return [part.format(python=sys.executable, target_dir=str(self.path)) for part in argv]
+    def command(self, argv: list[str], worker: str, endpoint_url: str, namespace: str) -> list[str]:
+        """A process's command line with its placeholders filled in (see PLACEHOLDERS)."""
+        values = {"python": sys.executable, "target_dir": str(self.path), "worker": worker,
+                  "endpoint_url": endpoint_url, "namespace": namespace, "param": _Params(self.params)}
+        return [part.format(**values) for part in argv]
 
     def load_control(self, backend: Backend) -> Control:
         module_name, _, attr = self.control.partition(":")
@@ -160,10 +189,13 @@ def load_target(folder: Path) -> Target:
     for argv, key in ((worker, "worker"), (reconciler or ["x"], "reconciler")):
         if not isinstance(argv, list) or not argv or not all(isinstance(part, str) for part in argv):
             raise ConfigError(f"{file}: {key} must be a non-empty list of strings (a command and its arguments).")
-        _check_placeholders(argv, key, file)
     contract = Contract.from_dict(dict(need("contract", dict, "a [contract] table")), str(file))
-    params, kinds = _load_params(dict(need("params", dict, "a [params] table")) if "params" in raw else {}, file)
+    params = _load_params(dict(need("params", dict, "a [params] table")) if "params" in raw else {}, file)
+    for argv, key in ((worker, "worker"), (reconciler or [], "reconciler")):
+        _check_placeholders(argv, key, params, file)
     choices = _load_choices(raw.get("choices", {}), params, file)
+    server = _load_server(dict(need("server", dict, "a [server] table")) if "server" in raw else {}, backend, params,
+                          file)
     grace = raw.get("shutdown_grace_s", DEFAULT_GRACE_S)
     if not is_seconds(grace):
         raise ConfigError(f"{file}: shutdown_grace_s = {grace!r}; expected {SECONDS} (how long workers get to "
@@ -171,12 +203,34 @@ def load_target(folder: Path) -> Target:
     name = check_name(raw.get("name", folder.name), f"target name in {file}",
                       "Set name = \"...\" in target.toml (or rename the folder, whose name is the default).")
     return Target(name, folder.resolve(), str(raw.get("description", "")), backend,
-                  str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, kinds,
+                  str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, server,
                   float(grace))
 
 
 _KIND_EXAMPLES = {"integer": "an integer", "number": "a finite number", "boolean": "true or false",
                   "string": "a string"}
+
+
+def kind_of(value: Any) -> str:
+    """A parameter's kind, from its TOML value's type: what `-p` must give for it."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return "number" if isinstance(value, float) else "string"
+
+
+def _parse_kind(text: str, kind: str) -> Any:
+    """`-p`'s text as a value of `kind`, or None where it is none."""
+    if kind == "string":
+        return text
+    if kind == "boolean":
+        return {"true": True, "false": False}.get(text)
+    try:
+        value = int(text) if kind == "integer" else float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _toml_value(text: str) -> Any:
@@ -187,65 +241,86 @@ def _toml_value(text: str) -> Any:
         return text
 
 
-def _load_params(raw: dict[str, Any], file: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """Each parameter's default as the string its worker gets, and its kind, taken from the TOML value's type."""
-    params: dict[str, str] = {}
-    kinds: dict[str, str] = {}
+def _toml(value: Any) -> str:
+    """A value as target.toml writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _load_params(raw: dict[str, Any], file: Path) -> dict[str, Any]:
+    """[params]: each default a string, an integer, a finite float or a boolean; its type is its kind."""
     for key, value in raw.items():
-        if isinstance(value, bool):
-            kinds[key], params[key] = "boolean", str(value).lower()
-        elif isinstance(value, int):
-            kinds[key], params[key] = "integer", str(value)
-        elif isinstance(value, float) and math.isfinite(value):
-            kinds[key], params[key] = "number", repr(value)
-        elif isinstance(value, str):
-            kinds[key], params[key] = "string", value
-        else:
+        if not isinstance(value, (str, int, float)) or (isinstance(value, float) and not math.isfinite(value)):
             raise ConfigError(f"{file}: parameter {key} = {value!r} must be a string, integer, finite number or "
                               "boolean; its type is the kind of value `-p` accepts for it.")
-    return params, kinds
+    return raw
 
 
-def _load_choices(raw: Any, params: dict[str, str], file: Path) -> dict[str, list[str]]:
-    """[choices]: for some parameters, the list of the only values `-p` accepts."""
+def _load_choices(raw: Any, params: dict[str, Any], file: Path) -> dict[str, list[Any]]:
+    """[choices]: for some parameters, the list of the only values they take, each of the default's kind,
+    the default among them."""
     example = 'a [choices] table of lists, e.g. heartbeat = ["thread", "inline"]'
     if not isinstance(raw, dict):
         raise ConfigError(f"{file}: expected choices = {example}, found {raw!r}.")
-    choices: dict[str, list[str]] = {}
+    choices: dict[str, list[Any]] = {}
     for key, values in raw.items():
         if key not in params:
             raise ConfigError(f"{file}: choices names {key!r}, which is not a parameter in [params]; declare it "
                               "there with its default.")
-        if not isinstance(values, list) or not values or not all(isinstance(v, (str, int, float, bool))
-                                                                   for v in values):
+        kind = kind_of(params[key])
+        if not isinstance(values, list) or not values:
             raise ConfigError(f"{file}: choices {key} = {values!r}; expected {example}.")
-        choices[key] = [str(v).lower() if isinstance(v, bool) else str(v) for v in values]
+        typed = [float(v) if kind == "number" and kind_of(v) == "integer" else v for v in values]
+        if any(kind_of(v) != kind for v in typed):
+            raise ConfigError(f"{file}: choices {key} = {values!r}; each choice must be {_KIND_EXAMPLES[kind]}, as "
+                              f"its default {key} = {_toml(params[key])} is.")
+        if params[key] not in typed:
+            raise ConfigError(f"{file}: the default {key} = {_toml(params[key])} is not among its choices "
+                              f"{values!r}; add it, or change the default.")
+        choices[key] = typed
     return choices
 
 
-def _check_placeholders(argv: list[str], key: str, file: Path) -> None:
-    """Only {python} and {target_dir} are filled in (write {{ and }} for literal braces): each argument is
-    formatted once here, as it will be when a worker starts."""
+def _load_server(raw: dict[str, Any], backend: str, params: dict[str, Any], file: Path) -> dict[str, Any]:
+    """[server]: settings of the backend's server, each checked by the provider option that declares it."""
+    options = server_options(backend)
+    for key, value in raw.items():
+        if key not in options:
+            known = ", ".join(f"{name} ({option.describe()})" for name, option in sorted(options.items())) or "none"
+            raise ConfigError(f"{file}: [server] sets {key!r}, which no {backend} provider takes; its server "
+                              f"settings are: {known}. A knob of the queue's own belongs in [params].")
+        if key in params:
+            raise ConfigError(f"{file}: {key} is both a [server] setting and a [params] parameter; -p could not tell "
+                              "them apart. Keep it in [server] (the server's) or rename the parameter.")
+        options[key].check(value, str(file))
+    return raw
+
+
+class _Params:
+    """`{param:NAME}` in a command: the parameter's value as -p writes it (true/false for a boolean)."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = params
+
+    def __format__(self, name: str) -> str:
+        if name not in self.params:
+            raise KeyError(f"param:{name}")
+        value = self.params[name]
+        return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _check_placeholders(argv: list[str], key: str, params: dict[str, Any], file: Path) -> None:
+    """Only PLACEHOLDERS are filled in (write {{ and }} for literal braces): each argument is formatted
+    once here, as it will be when a process starts."""
+    names = ", ".join("{" + name + "}" for name in PLACEHOLDERS)
     for part in argv:
         try:
-            part.format(python="python", target_dir="target_dir")
+            part.format(python="python", target_dir="target_dir", worker="w1", endpoint_url="url", namespace="ns",
+                        param=_Params(params))
         except KeyError as exc:
             raise ConfigError(f"{file}: {key} argument {part!r} uses the placeholder {{{exc.args[0]}}}, which the "
-                              f"suite does not fill in; the placeholders are {{python}} (the suite's interpreter) "
-                              "and {target_dir} (this folder).") from exc
-        except (ValueError, IndexError, AttributeError) as exc:
-            raise ConfigError(f"{file}: {key} argument {part!r} is not a valid command template ({exc}); use "
-                              "{python} and {target_dir} as they are, and write {{ and }} for literal braces.") from exc
-
-
-def _is_of_kind(value: str, kind: str) -> bool:
-    if kind == "boolean":
-        return value in ("true", "false")
-    try:
-        if kind == "integer":
-            int(value)
-        elif kind == "number":
-            return math.isfinite(float(value))
-    except ValueError:
-        return False
-    return True
+                              f"suite does not fill in; the placeholders are {names} (NAME: one of [params]).") from exc
+        except (ValueError, IndexError, AttributeError, TypeError) as exc:
+            raise ConfigError(f"{file}: {key} argument {part!r} is not a valid command template ({exc}); the "
+                              f"placeholders are {names}, and {{{{ and }}}} write literal braces.") from exc

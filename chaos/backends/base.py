@@ -29,15 +29,15 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class BackendSettings:
-    """What a run hands a provider: where its files go, the user's URL (external), the ledger, and the
-    target's parameters (`options`): a provider reads the ones that configure its server (Redis's
-    `persistence`, beanstalkd's `binlog`, RabbitMQ's `consumer_timeout_ms`) and ignores the rest."""
+    """What a run hands a provider: where its files go, the user's URL (external), the ledger, and its
+    server settings (`options`: the target's [server] values for the options the provider declares, such as
+    Redis's `persistence`, beanstalkd's `binlog`, RabbitMQ's `consumer_timeout_ms`)."""
 
     data_root: Path
     run_id: str
     url: str | None = None
     on_event: EventSink | None = None
-    options: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Backend(Protocol):

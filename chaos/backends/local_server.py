@@ -26,6 +26,7 @@ import psutil
 
 from chaos import events, ports
 from chaos.backends.base import KILL, RESTART, Backend, BackendSettings, Endpoint
+from chaos.backends.options import ServerOption
 from chaos.errors import ConfigError, HarnessError
 from chaos.procs import die_with_parent, is_alive, kill_tree, wait_dead
 
@@ -139,14 +140,10 @@ class LocalServer(Backend):
         """What backend.start records beyond pid, ports and directories (its settings)."""
         return {}
 
-    def option(self, key: str, default: str, allowed: tuple[str, ...]) -> str:
-        """A server setting from the target's parameters, one of `allowed` (a target.toml without [choices]
-        for it may pass anything)."""
-        value = self.options.get(key, default)
-        if value not in allowed:
-            raise ConfigError(f"{self.name} {key} {value!r} is not one of {', '.join(allowed)}. Fix the target's "
-                              f"{key} parameter (-p {key}=...).")
-        return value
+    def option(self, option: ServerOption) -> Any:
+        """A server setting (target.toml's [server], or -p), its default when the run gives none; checked
+        here too, for a caller that opens the server without a target."""
+        return option.check(self.options.get(option.name, option.default), f"the local {self.name} server")
 
     # -- Backend -----------------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import importlib
 from dataclasses import dataclass
 
 from chaos.backends.base import Backend, BackendSettings
+from chaos.backends.options import ServerOption
 from chaos.errors import ConfigError
 
 KINDS: dict[str, str] = {
@@ -22,11 +23,13 @@ KINDS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Provider:
-    """One way to get a backend of a kind; `backend` names its class as 'module:Class', imported on use."""
+    """One way to get a backend of a kind; `backend` names its class as 'module:Class', imported on use;
+    `options`: the settings its server takes (target.toml's [server] table)."""
 
     kind: str
     name: str
     backend: str
+    options: tuple[ServerOption, ...] = ()
 
     def backend_class(self) -> type[Backend]:
         module, _, cls = self.backend.partition(":")
@@ -56,6 +59,11 @@ def provider(kind: str, name: str) -> Provider:
         raise ConfigError(f"Expected a {kind} backend provider among {', '.join(sorted(known))}, but got {name!r}. "
                           "Fix the --backend option.")
     return known[name]
+
+
+def server_options(kind: str) -> dict[str, ServerOption]:
+    """Every server setting some provider of `kind` takes: what target.toml's [server] table may set."""
+    return {option.name: option for found in providers(kind).values() for option in found.options}
 
 
 def provider_names() -> list[str]:

@@ -218,7 +218,7 @@ class ScenarioContext:
                 idle_since = time.monotonic()
             try:
                 states = {s.job: s.state for s in self.control.snapshot()}
-                if getattr(self.control, "shows_deliveries", True):
+                if self.control.shows_deliveries:
                     finished = {job for job in wanted if states.get(job, "absent") in ("done", "dead", "absent")}
                 else:  # absent may be out for delivery: only a dead letter or an accepted ack finishes a job
                     finished = {job for job in wanted if states.get(job) == "dead"} | _acked(self.ledger.events())

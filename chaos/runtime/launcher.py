@@ -40,16 +40,20 @@ class Launcher:
         })
         return env
 
+    def command(self, argv: list[str], name: str) -> list[str]:
+        return self.target.command(argv, name, self.environment.endpoint_for(name).url,
+                                   self.environment.backend.namespace)
+
     def start_worker(self, name: str, extra_env: dict[str, str] | None = None) -> Managed:
-        return self.supervisor.start(name, self.target.command(self.target.worker),
+        return self.supervisor.start(name, self.command(self.target.worker, name),
                                      {**self.env(name), **(extra_env or {})}, cwd=self.target.path)
 
     def start_reconciler(self) -> Managed | None:
         argv = self.target.reconciler
         if argv is None:
             return None
-        return self.supervisor.start(RECONCILER, self.target.command(argv), self.env(RECONCILER), role="reconciler",
-                                     cwd=self.target.path)
+        return self.supervisor.start(RECONCILER, self.command(argv, RECONCILER), self.env(RECONCILER),
+                                     role="reconciler", cwd=self.target.path)
 
 
 def _chaos_only_path(run_dir: Path) -> Path:

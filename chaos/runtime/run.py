@@ -25,7 +25,7 @@ import psutil
 
 from chaos import events
 from chaos.backends.base import BackendSettings
-from chaos.backends.registry import Provider, provider
+from chaos.backends.registry import Provider, provider, server_options
 from chaos.check.checker import judge
 from chaos.check.verdict import Verdict
 from chaos.discovery import bundled
@@ -99,6 +99,17 @@ def reproduce_command(target: Target, scenario: Scenario, seed: int, options: Ru
     return shlex.join(argv)
 
 
+def check_server_overrides(target: Target, chosen: Provider, overrides: dict[str, str]) -> None:
+    """Refuse a `-p` server setting the chosen provider does not take: your own server's configuration
+    decides it, and a run that seemed to apply it would judge something else."""
+    taken, settable = {option.name for option in chosen.options}, server_options(target.backend)
+    for key in overrides:
+        if key in settable and key not in taken:
+            raise ConfigError(f"-p {key}=... sets the {target.backend} server's {key}, which the {chosen.name} "
+                              f"provider cannot set: that server's own configuration decides it. Drop -p {key}, or "
+                              "run with the provider that starts its own server (--backend local).")
+
+
 def check_faults(scenario: Scenario, chosen: Provider) -> None:
     """Refuse, before anything starts, a scenario whose faults need what the backend's provider lacks or
     what this machine cannot do."""
@@ -154,6 +165,7 @@ class Run:
         self.scenario_params = scenario.with_params(options.scenario_params)
         self.options = options
         self.provider = provider(self.target.backend, options.backend)
+        check_server_overrides(self.target, self.provider, options.overrides)
         check_faults(scenario, self.provider)
         self.cleaned = [line for _, line in clean_killed_runs(options.runs_dir, options.backend_url)]
         self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
@@ -182,6 +194,7 @@ class Run:
         self.ledger.append(events.run_start(
             target=self.target.name, scenario=self.scenario.name, seed=self.seed, params=self.target.params,
             contract=self.target.contract.to_dict(), backend=self.options.backend, command=self.command,
+            server=self.target.server_settings(self.provider.options),
             pid=os.getpid(), pid_create_time=psutil.Process().create_time(), host=socket.gethostname(),
             backend_kind=self.target.backend,
             cleaned=self.cleaned,  # what killed runs in the same runs dir had left, removed before this one
@@ -198,7 +211,7 @@ class Run:
                     stack, deadline(self.deadline_s, lambda: activity[0]):
                 environment = Environment(self.provider, BackendSettings(
                     self.dir / self.target.backend, self.dir.name, self.options.backend_url, self.ledger.append,
-                    self.target.params),
+                    self.target.server_settings(self.provider.options)),
                     self.dir if any(KINDS[kind].network for kind in self.scenario.faults) else None)
                 stack.callback(environment.close)
                 control = self.target.load_control(environment.backend)

@@ -117,13 +117,25 @@ def send(point: str, job: str, **fields: Any) -> dict[str, Any]:
     return answer
 
 
-def claim(job: str, token: str) -> dict[str, Any]:
-    return send(events.CLAIM, job, token=token)
+def claim(job: str, token: str | int, attempt: int | None = None, sent: float | None = None) -> dict[str, Any]:
+    """The worker owns the job; `attempt`: the queue's count of its claims (1 for the first), where it keeps
+    one; `sent`: when the worker learned of the claim (its time.monotonic()), if before this call."""
+    fields: dict[str, Any] = {"token": token}
+    if attempt is not None:
+        fields["attempt"] = attempt
+    if sent is not None:
+        fields["sent"] = sent
+    return send(events.CLAIM, job, **fields)
 
 
-def effect(job: str, token: str, key: str | None = None) -> dict[str, Any]:
-    """Record the external side effect; `accepted` is false when a deduping or fencing sink refused it."""
-    return send(events.EFFECT, job, token=token, key=key or job)
+def effect(job: str, token: str | int, key: str | None = None, fence: int | None = None) -> dict[str, Any]:
+    """Record the external side effect; `accepted` is false when a deduping or fencing sink refused it.
+    `fence`: a number that grows with every claim of the job (its attempt, a lease epoch), which the
+    `fenced` sink mode orders effects by: one with a fence older than one already seen is refused."""
+    fields: dict[str, Any] = {"token": token, "key": key or job}
+    if fence is not None:
+        fields["fence"] = fence
+    return send(events.EFFECT, job, **fields)
 
 
 def heartbeat(job: str, token: str, ok: bool) -> dict[str, Any]:

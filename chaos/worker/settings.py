@@ -27,22 +27,36 @@ class JobFailed(Exception):
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """What the suite tells every worker: its name, the target's parameters and the contract."""
+    """What the suite tells every worker: its name, the target's parameters (typed, as target.toml's [params]
+    and -p give them) and the contract, whose promises a worker keeps without parsing it itself."""
 
     worker_id: str
-    params: dict[str, str]
+    params: dict[str, Any]
     contract: dict[str, Any]
 
-    def param(self, key: str) -> str:
+    def param(self, key: str) -> Any:
+        """A parameter's value: a string, an integer, a float or a boolean, as its default in target.toml."""
         return self.params[key]
 
     @property
     def lease_s(self) -> float:
+        """The lease a claim holds (0.0 where the contract has none)."""
         return float(self.contract.get("lease_s") or 0.0)
 
     @property
     def heartbeat_s(self) -> float:
+        """How often an owner extends its lease (0.0 where the contract has no heartbeat)."""
         return float(self.contract.get("heartbeat_s") or 0.0)
+
+    @property
+    def recovery_bound_s(self) -> float:
+        """The longest a job may stay unavailable after its owner dies."""
+        return float(self.contract["recovery_bound_s"])
+
+    @property
+    def max_attempts(self) -> int:
+        """Claims after which a failing job is dead-lettered (1 where the contract sets none: no retry)."""
+        return int(self.contract.get("max_attempts") or 1)
 
 
 def settings() -> WorkerSettings:

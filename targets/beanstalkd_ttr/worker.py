@@ -43,7 +43,7 @@ def process(client: Any, session: str, cfg: WorkerSettings, job: greenstalk.Job[
     # One reservation: this connection, the job's id and its reserve count (not unique alone: a binlog
     # does not record reserves, so a restarted server may count them again).
     token = f"{session}:{job.id}:{reserves}"
-    probe.send("claim", name, token=token, attempt=reserves)
+    probe.claim(name, token, attempt=reserves)
     lost = threading.Event()
     handler = HandlerThread(payload, lost)
     while handler.running(cfg.heartbeat_s):
@@ -53,7 +53,7 @@ def process(client: Any, session: str, cfg: WorkerSettings, job: greenstalk.Job[
             lost.set()  # the watchdog: the handler stops at once
     if isinstance(handler.outcome, JobFailed):
         probe.abandon(name, token, reason="handler failed")
-        if reserves >= int(cfg.contract.get("max_attempts") or 1):
+        if reserves >= cfg.max_attempts:
             client.bury(job)
             log(f"{name} failed ({handler.outcome}); buried after {reserves} reservation(s)")
         else:

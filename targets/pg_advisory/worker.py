@@ -110,12 +110,12 @@ def release(db: Db, claim: Claim) -> None:
 
 def process(db: Db, claim: Claim, stop: threading.Event) -> None:
     job, token = claim.job, f"{db.cfg.worker_id}:{claim.attempt}"
-    probe.send("claim", job, token=token, attempt=claim.attempt)
+    probe.claim(job, token, attempt=claim.attempt)
     try:
         run_handler(claim.payload)
     except JobFailed as exc:
         probe.abandon(job, token, reason="handler failed")  # before the unlock that frees the job
-        recorded = settle(db, FAIL, dict(claim.args, max_attempts=int(db.cfg.contract.get("max_attempts") or 1)), stop)
+        recorded = settle(db, FAIL, dict(claim.args, max_attempts=db.cfg.max_attempts), stop)
         release(db, claim)
         log(f"{job} failed ({exc}) on attempt {claim.attempt}; requeued or dead-lettered: {recorded}")
         return
@@ -124,7 +124,7 @@ def process(db: Db, claim: Claim, stop: threading.Event) -> None:
         probe.abandon(job, token)
         log(f"{job}: advisory lock lost with its session, abandoned before the effect")
         return
-    probe.effect(job, token)
+    probe.effect(job, token, fence=claim.attempt)
     ok = settle(db, COMPLETE, claim.args, stop)
     release(db, claim)
     probe.ack(job, token, ok)

@@ -99,7 +99,7 @@ class Heartbeat:
 
 
 def process(db: LeaseDb, hb_db: LeaseDb, cfg: WorkerSettings, stop: threading.Event,
-            job: str, payload: dict[str, Any], token: str) -> None:
+            job: str, payload: dict[str, Any], token: str, attempt: int) -> None:
     mode, watchdog = cfg.param("heartbeat"), cfg.param("watchdog") == "on"
     lost = threading.Event()
     heartbeat = Heartbeat(hb_db, cfg, job, token, lost)
@@ -114,7 +114,7 @@ def process(db: LeaseDb, hb_db: LeaseDb, cfg: WorkerSettings, stop: threading.Ev
             heartbeat.stop()
             probe.abandon(job, token, reason="handler failed")  # before the update that frees the job
             fail = FAIL.replace("{past}", DEAD_PAST[cfg.param("attempts")])
-            args = {"job": job, "token": token, "max_attempts": cfg.contract.get("max_attempts") or 1}
+            args = {"job": job, "token": token, "max_attempts": cfg.max_attempts}
             rows, _ = retrying(lambda: db.run(fail, args), TRANSIENT, stop)
             log(f"{job} failed ({exc}); requeued or dead-lettered: {rows == 1}")
             return
@@ -122,7 +122,7 @@ def process(db: LeaseDb, hb_db: LeaseDb, cfg: WorkerSettings, stop: threading.Ev
             probe.abandon(job, token)
             log(f"{job}: lease lost, handler stopped before its effect")
             return
-        probe.effect(job, token)
+        probe.effect(job, token, fence=attempt)  # the claim count fences a stale owner's effect
     finally:
         heartbeat.stop()
     probe.ack(job, token, acknowledge(db, cfg, job, token, stop))
@@ -181,8 +181,8 @@ def main() -> None:
 
     def run(claimed: tuple[str, dict[str, Any], int, str]) -> None:
         job, payload, attempt, token = claimed
-        probe.send("claim", job, token=token, attempt=attempt)
-        process(db, hb_db, cfg, stop, job, payload, token)
+        probe.claim(job, token, attempt=attempt)
+        process(db, hb_db, cfg, stop, job, payload, token, attempt)
 
     serve(stop, lambda: claim(db), run)
 

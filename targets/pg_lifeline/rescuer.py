@@ -19,7 +19,6 @@ from chaos.worker import log, settings, stop_flag
 from chaos.worker.postgres import dsn
 
 TRANSIENT = (psycopg.OperationalError,)
-DEFAULTS = {"rescue_after_s": "1.5", "rescue_interval_s": "0.2"}
 
 RESCUE = """
 UPDATE jobs SET state = CASE WHEN attempt >= %(max_attempts)s THEN 'discarded' ELSE 'available' END,
@@ -31,10 +30,8 @@ RETURNING id, state, attempted_by, attempt, round(extract(epoch FROM now() - att
 def main() -> None:
     cfg = settings()
     stop = stop_flag()
-    params = dict(DEFAULTS, **cfg.params)
-    args = {"rescue_after_s": float(params["rescue_after_s"]),
-            "max_attempts": int(cfg.contract.get("max_attempts") or 1)}
-    interval = float(params["rescue_interval_s"])
+    args = {"rescue_after_s": cfg.param("rescue_after_s"), "max_attempts": cfg.max_attempts}
+    interval = cfg.param("rescue_interval_s")
     conn: psycopg.Connection[Any] | None = None
     log(f"rescuer started: rescue executing jobs older than {args['rescue_after_s']}s every {interval}s")
     while not stop.wait(interval):

@@ -44,11 +44,11 @@ WHERE id = %(job)s AND state = 'executing' AND attempted_by = %(worker)s AND att
 def process(db: Db, job: str, payload: dict[str, Any], attempt: int, stop: threading.Event) -> None:
     token = f"{db.cfg.worker_id}:{attempt}"
     args = {"job": job, "attempt": attempt}
-    probe.send("claim", job, token=token, attempt=attempt)
+    probe.claim(job, token, attempt=attempt)
     try:
         run_handler(payload)
     except JobFailed as exc:
-        max_attempts = int(db.cfg.contract.get("max_attempts") or 1)
+        max_attempts = db.cfg.max_attempts
         probe.abandon(job, token, reason="handler failed")  # before the update that frees the job
         recorded = settle(db, FAIL, dict(args, max_attempts=max_attempts), stop)
         log(f"{job} failed ({exc}) on attempt {attempt}; made available again or discarded: {recorded}")

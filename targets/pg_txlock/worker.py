@@ -100,7 +100,7 @@ def complete(db: Db, job: str, attempt: int, stop: threading.Event) -> bool:
 
 def fail(db: Db, job: str, error: JobFailed) -> None:
     """Undo the handler's own writes (the savepoint) but keep the lock while the failure is recorded."""
-    max_attempts = int(db.cfg.contract.get("max_attempts") or 1)
+    max_attempts = db.cfg.max_attempts
     try:
         conn = db.connection()
         conn.execute("ROLLBACK TO SAVEPOINT job")
@@ -113,7 +113,7 @@ def fail(db: Db, job: str, error: JobFailed) -> None:
 
 
 def process(db: Db, job: str, payload: dict[str, Any], attempt: int, token: str, stop: threading.Event) -> None:
-    probe.send("claim", job, token=token, attempt=attempt)
+    probe.claim(job, token, attempt=attempt)
     try:
         run_handler(payload)
     except JobFailed as exc:

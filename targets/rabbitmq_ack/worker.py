@@ -53,7 +53,7 @@ def work(connection: Any, channel: Any, cfg: WorkerSettings, session: str,
     job, payload = parse(raw)
     attempts = int((properties.headers or {}).get(ATTEMPTS, 0))
     token = f"{session}:{method.delivery_tag}"  # a delivery: this connection's session and its delivery tag
-    probe.send("claim", job, token=token, attempt=attempts + 1)
+    probe.claim(job, token, attempt=attempts + 1)
     lost = threading.Event()
     handler = HandlerThread(payload, lost)
     try:
@@ -69,7 +69,7 @@ def work(connection: Any, channel: Any, cfg: WorkerSettings, session: str,
     if isinstance(handler.outcome, JobFailed):
         probe.abandon(job, token, reason="handler failed")
         failed = attempts + 1
-        queue = DEAD if failed >= int(cfg.contract.get("max_attempts") or 1) else QUEUE
+        queue = DEAD if failed >= cfg.max_attempts else QUEUE
         channel.basic_publish("", queue, raw, persistent(failed), mandatory=True)  # confirmed before the ack
         channel.basic_ack(method.delivery_tag)
         log(f"{job} failed ({handler.outcome}); republished to {queue} after {failed} attempt(s)")
@@ -79,7 +79,7 @@ def work(connection: Any, channel: Any, cfg: WorkerSettings, session: str,
 
 
 def consume(cfg: WorkerSettings, stop: threading.Event) -> None:
-    connection = pika.BlockingConnection(parameters(heartbeat_s=int(cfg.param("heartbeat_s"))))
+    connection = pika.BlockingConnection(parameters(heartbeat_s=cfg.param("heartbeat_s")))
     try:
         channel = connection.channel()
         declare(channel)  # a broker that crashed soon after the control declared the queues may have lost them

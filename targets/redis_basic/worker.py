@@ -29,7 +29,7 @@ def main() -> None:
     cfg = settings()
     stop = stop_flag()
     client, k = connect(), keys()
-    max_attempts = int(cfg.contract.get("max_attempts") or 1)
+    max_attempts = cfg.max_attempts
     log(f"started with {cfg.params}")
 
     def claim() -> str | None:

@@ -35,7 +35,7 @@ def main() -> None:
     stop = stop_flag()
     client, k = connect(), keys()
     recover = client.register_script(RECOVER)
-    period, guard_ms = float(cfg.param("reconcile_s")), int(float(cfg.param("guard_s")) * 1000)
+    period, guard_ms = cfg.param("reconcile_s"), int(cfg.param("guard_s") * 1000)
     prefix = k.processing("")
     log(f"reconciling every {period}s, guard {guard_ms} ms")
     while not stop.wait(period):

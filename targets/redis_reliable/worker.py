@@ -94,7 +94,7 @@ def main() -> None:
     identity = f"{cfg.worker_id}:{uuid.uuid4().hex[:8]}"
     processing = k.processing(identity)
     ack, fail = client.register_script(ACK), client.register_script(FAIL)
-    max_attempts = int(cfg.contract.get("max_attempts") or 1)
+    max_attempts = cfg.max_attempts
     current = Current()
     Heartbeat(cfg, k, identity, current, stop).start()
     log(f"started as {identity} with {cfg.params}")

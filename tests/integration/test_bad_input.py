@@ -45,6 +45,16 @@ def test_unknown_scenario(tmp_path: Path) -> None:
     ('backend = "postgres"\nworker = ["x"]\n[contract]\nlease_s = 1\n', "needs recovery_bound_s"),
     ('backend = "postgres"\nworker = ["x"]\n[params]\nlevels = [1, 2]\n[contract]\nrecovery_bound_s = 1\n',
      "parameter levels = [1, 2] must be a string, integer, finite number or boolean"),
+    ('backend = "redis"\nworker = ["x"]\n[server]\ncolor = 1\n[contract]\nrecovery_bound_s = 1\n',
+     "[server] sets 'color', which no redis provider takes; its server settings are: persistence"),
+    ('backend = "redis"\nworker = ["x"]\n[server]\npersistence = "sometimes"\n[contract]\nrecovery_bound_s = 1\n',
+     'server setting persistence = "sometimes" is not allowed; expected "none" | "aof-everysec" | "aof-always"'),
+    ('backend = "redis"\nworker = ["x"]\n[server]\npersistence = "none"\n[params]\npersistence = "x"\n'
+     '[contract]\nrecovery_bound_s = 1\n', "persistence is both a [server] setting and a [params] parameter"),
+    ('backend = "postgres"\nworker = ["x"]\n[params]\nn = 1\n[choices]\nn = ["1", "2"]\n[contract]\n'
+     'recovery_bound_s = 1\n', "each choice must be an integer, as its default n = 1 is"),
+    ('backend = "postgres"\nworker = ["x"]\n[params]\nmode = "c"\n[choices]\nmode = ["a", "b"]\n[contract]\n'
+     'recovery_bound_s = 1\n', 'the default mode = "c" is not among its choices'),
 ])
 def test_malformed_target_toml(tmp_path: Path, toml: str, phrase: str) -> None:
     target = tmp_path / "mytarget"
@@ -58,7 +68,7 @@ def test_malformed_target_toml(tmp_path: Path, toml: str, phrase: str) -> None:
 def test_unknown_parameter_and_bad_value(tmp_path: Path) -> None:
     result = chaos("run", "--target", "pg_lease", "--scenario", "kill_after_effect_before_ack", "-p", "color=red",
                    "--runs-dir", str(tmp_path))
-    assert_usage_error(result, "no parameter 'color'", "heartbeat")
+    assert_usage_error(result, "no parameter or server setting 'color'", "heartbeat")
     result = chaos("run", "--target", "pg_lease", "--scenario", "kill_after_effect_before_ack", "-p", "ack=sometimes",
                    "--runs-dir", str(tmp_path))
     assert_usage_error(result, "ack='sometimes' is not one of conditional, unconditional")
@@ -68,6 +78,13 @@ def test_a_parameter_keeps_the_kind_of_its_default(tmp_path: Path) -> None:
     result = chaos("run", "--target", "pg_lifeline", "--scenario", "kill_after_effect_before_ack",
                    "-p", "rescue_after_s=abc", "--runs-dir", str(tmp_path))
     assert_usage_error(result, "rescue_after_s='abc' is not a finite number", "rescue_after_s = 1.5")
+    assert not list(tmp_path.iterdir()), "no run dir for a run that never started"
+
+
+def test_a_server_setting_an_external_server_cannot_take_is_refused(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "redis_basic", "--scenario", "no_faults", "-p", "persistence=aof-always",
+                   "--backend-url", "redis://127.0.0.1:1/0", "--runs-dir", str(tmp_path))
+    assert_usage_error(result, "sets the redis server's persistence, which the external provider cannot set")
     assert not list(tmp_path.iterdir()), "no run dir for a run that never started"
 
 

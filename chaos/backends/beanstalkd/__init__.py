@@ -1,13 +1,17 @@
 """beanstalkd backends: ``local`` starts its own ``beanstalkd`` on a free port in the run dir, with its
-binlog (-b) when the target's `binlog` parameter is on; ``external`` uses a server you name
+binlog (-b) when the target's [server] `binlog` is on; ``external`` uses a server you name
 (--backend-url or CHAOS_BEANSTALKD_URL). Each run uses its own tube, emptied at the run's end.
 
 Importing this package is cheap: a provider's server code is imported when a run opens it.
 """
 
+from chaos.backends.options import ServerOption
 from chaos.backends.registry import Provider
 
+BINLOG = ServerOption("binlog", "off", "the local server's binlog (-b in the run dir): off, a restart loses every job",
+                      choices=("on", "off"))
+
 PROVIDERS = {
-    "local": Provider("beanstalkd", "local", "chaos.backends.beanstalkd.local:LocalBeanstalkd"),
+    "local": Provider("beanstalkd", "local", "chaos.backends.beanstalkd.local:LocalBeanstalkd", (BINLOG,)),
     "external": Provider("beanstalkd", "external", "chaos.backends.beanstalkd.external:ExternalBeanstalkd"),
 }

@@ -4,6 +4,7 @@ connection settings, and the final snapshot from stats-job of every job it put."
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import greenstalk
 
@@ -17,7 +18,9 @@ STATES = {"ready": "pending", "delayed": "pending", "reserved": "claimed", "buri
 
 
 class BeanstalkdQueueControl:
-    def __init__(self, backend: Backend, params: dict[str, str], contract: Contract) -> None:
+    shows_deliveries = True  # a reserved job shows as reserved
+
+    def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract) -> None:
         self.url = backend.endpoint.url
         self.tube = backend.namespace
         self.params = params
@@ -35,7 +38,7 @@ class BeanstalkdQueueControl:
         """A tube exists while it is used: nothing to create."""
 
     def enqueue(self, jobs: list[Job]) -> None:
-        ttr = int(self.params.get("ttr", "1"))
+        ttr = int(self.params.get("ttr", 1))
         for job in jobs:
             self.ids[job.id] = self.client().put(json.dumps({"id": job.id, "payload": job.payload()}), ttr=ttr)
 

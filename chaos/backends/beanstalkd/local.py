@@ -1,11 +1,12 @@
 """The local beanstalkd provider: a private `beanstalkd` in the run dir, writing its binlog there when
-the target's `binlog` parameter is on, so a restart keeps exactly what the binlog keeps."""
+the target's [server] `binlog` is on, so a restart keeps exactly what the binlog keeps."""
 
 from __future__ import annotations
 
 import socket
 from typing import Any, ClassVar
 
+from chaos.backends.beanstalkd import BINLOG
 from chaos.backends.local_server import HOST, LocalServer, require_binary
 from chaos.worker.beanstalkd import tube_for
 
@@ -18,7 +19,7 @@ class LocalBeanstalkd(LocalServer):
 
     @property
     def binlog(self) -> bool:
-        return self.option("binlog", "off", ("on", "off")) == "on"
+        return bool(self.option(BINLOG) == "on")
 
     def argv(self) -> list[str]:
         argv = [require_binary("beanstalkd", "beanstalkd", "beanstalkd"), "-l", HOST, "-p", str(self.port)]

@@ -20,10 +20,17 @@ from chaos.target import Job, JobState
 
 
 class TableQueueControl:
-    DDL = ""
-    SNAPSHOT_SQL = ""  # must return (id, state, owner, attempts, detail json-able dict or None)
+    """Subclass it with DDL (the queue's tables, made at setup), SNAPSHOT_SQL (every job as rows of (id,
+    state, owner, attempts, a JSON-able detail dict or None), state one of pending, claimed, done, dead)
+    and, for a jobs table that is not `jobs(id text, payload jsonb)`, ENQUEUE_SQL (an INSERT taking the
+    suite's job id and its JSON payload, in that order)."""
 
-    def __init__(self, backend: PostgresBackend, params: dict[str, str], contract: Contract) -> None:
+    DDL = ""
+    SNAPSHOT_SQL = ""
+    ENQUEUE_SQL = "INSERT INTO jobs (id, payload) VALUES (%s, %s)"
+    shows_deliveries = True  # a claimed row shows its owner
+
+    def __init__(self, backend: PostgresBackend, params: dict[str, Any], contract: Contract) -> None:
         self.dsn = backend.dsn
         self.params = params
         self.contract = contract
@@ -49,8 +56,7 @@ class TableQueueControl:
 
     def enqueue(self, jobs: list[Job]) -> None:
         with self.connection().cursor() as cursor:
-            cursor.executemany("INSERT INTO jobs (id, payload) VALUES (%s, %s)",
-                               [(job.id, json.dumps(job.payload())) for job in jobs])
+            cursor.executemany(self.ENQUEUE_SQL, [(job.id, json.dumps(job.payload())) for job in jobs])
 
     def worker_env(self, endpoint: Endpoint) -> dict[str, str]:
         """A worker connects through its own endpoint (its URL carries database, user and schema)."""

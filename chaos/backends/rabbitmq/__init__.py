@@ -1,5 +1,5 @@
 """RabbitMQ backends: ``local`` starts a private node (its own node name, ports, epmd, data directory and
-cookie) in the run dir, with the target's `consumer_timeout_ms` when it sets one; ``external`` uses a
+cookie) in the run dir, with the target's [server] `consumer_timeout_ms` when it sets one; ``external`` uses a
 broker you name (--backend-url or CHAOS_RABBITMQ_URL) and gives each run a fresh vhost through its
 management API (CHAOS_RABBITMQ_API_URL, by default port 15672 of the broker's host), deleted at the end.
 
@@ -9,9 +9,17 @@ with the `management` option) and run every scenario without broker faults again
 Importing this package is cheap: a provider's server code is imported when a run opens it.
 """
 
+from chaos.backends.options import ServerOption, positive_int_or
 from chaos.backends.registry import Provider
 
+CONSUMER_TIMEOUT_MS = ServerOption(
+    "consumer_timeout_ms", "default", "the local node's delivery acknowledgement timeout",
+    accepts=positive_int_or("default"), expected='"default" (30 minutes) or a positive number of milliseconds')
+MANAGEMENT = ServerOption("management", "off", "the management API, for a node many runs share as external",
+                          choices=("on", "off"))
+
 PROVIDERS = {
-    "local": Provider("rabbitmq", "local", "chaos.backends.rabbitmq.local:LocalRabbitMQ"),
+    "local": Provider("rabbitmq", "local", "chaos.backends.rabbitmq.local:LocalRabbitMQ",
+                      (CONSUMER_TIMEOUT_MS, MANAGEMENT)),
     "external": Provider("rabbitmq", "external", "chaos.backends.rabbitmq.external:ExternalRabbitMQ"),
 }

@@ -27,7 +27,7 @@ NOT_FOUND = 404  # AMQP's reply code for a queue the broker does not have
 class RabbitMQQueueControl:
     shows_deliveries = False  # an unacknowledged delivery is in no queue
 
-    def __init__(self, backend: Backend, params: dict[str, str], contract: Contract) -> None:
+    def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract) -> None:
         self.url = backend.endpoint.url
         self.params = params
         self.contract = contract

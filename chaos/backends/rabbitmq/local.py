@@ -16,6 +16,7 @@ import pika
 import pika.exceptions
 
 from chaos.backends.local_server import HOST, LocalServer
+from chaos.backends.rabbitmq import CONSUMER_TIMEOUT_MS, MANAGEMENT
 from chaos.errors import ConfigError
 
 SERVER_SCRIPT = "/usr/lib/rabbitmq/bin/rabbitmq-server"  # as the current user (/usr/sbin's wrapper switches)
@@ -55,17 +56,12 @@ class LocalRabbitMQ(LocalServer):
     @property
     def management(self) -> bool:
         """The management API (for a node shared by many runs as their external broker, one vhost each)."""
-        return self.options.get("management") == "on"
+        return bool(self.option(MANAGEMENT) == "on")
 
     @property
     def consumer_timeout_ms(self) -> int | None:
-        value = self.options.get("consumer_timeout_ms", "default")
-        if value == "default":
-            return None
-        if not value.isdigit() or int(value) < 1:
-            raise ConfigError(f"RabbitMQ consumer_timeout_ms {value!r} is neither 'default' nor a positive number of "
-                              "milliseconds. Fix the target's consumer_timeout_ms parameter.")
-        return int(value)
+        value = self.option(CONSUMER_TIMEOUT_MS)
+        return None if value == "default" else int(value)
 
     def argv(self) -> list[str]:
         self._write_config()

@@ -1,14 +1,18 @@
 """Redis backends: ``local`` starts its own ``redis-server`` on a free port in the run dir (persistence
-from the target's `persistence` parameter: none, aof-everysec or aof-always); ``external`` uses a server
+from the target's [server] `persistence`: none, aof-everysec or aof-always); ``external`` uses a server
 you name (--backend-url or CHAOS_REDIS_URL). Each run keeps its keys under its own prefix, which an
 external run deletes at its end.
 
 Importing this package is cheap: a provider's server code is imported when a run opens it.
 """
 
+from chaos.backends.options import ServerOption
 from chaos.backends.registry import Provider
 
+PERSISTENCE = ServerOption("persistence", "none", "what of the local server's data survives a crash",
+                           choices=("none", "aof-everysec", "aof-always"))
+
 PROVIDERS = {
-    "local": Provider("redis", "local", "chaos.backends.redis.local:LocalRedis"),
+    "local": Provider("redis", "local", "chaos.backends.redis.local:LocalRedis", (PERSISTENCE,)),
     "external": Provider("redis", "external", "chaos.backends.redis.external:ExternalRedis"),
 }

@@ -28,7 +28,9 @@ return {redis.call('HGETALL', KEYS[1]), redis.call('HKEYS', KEYS[2]), redis.call
 
 
 class RedisQueueControl:
-    def __init__(self, backend: Backend, params: dict[str, str], contract: Contract) -> None:
+    shows_deliveries = True  # the drain reads the snapshot: a taken job is in a processing list, or nowhere
+
+    def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract) -> None:
         self.url = backend.endpoint.url
         self.keys = Keys(backend.namespace)
         self.params = params

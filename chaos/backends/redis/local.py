@@ -1,5 +1,5 @@
 """The local Redis provider: a private `redis-server` in the run dir, with the persistence the target's
-`persistence` parameter asks for, so a restart keeps exactly what that setting keeps."""
+[server] `persistence` asks for, so a restart keeps exactly what that setting keeps."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any, ClassVar
 import redis
 
 from chaos.backends.local_server import HOST, LocalServer, require_binary
+from chaos.backends.redis import PERSISTENCE
 
-PERSISTENCE = {  # the parameter's values, as redis-server options
+PERSISTENCE_ARGV = {  # the setting's values, as redis-server options
     "none": ["--appendonly", "no"],
     "aof-everysec": ["--appendonly", "yes", "--appendfsync", "everysec"],
     "aof-always": ["--appendonly", "yes", "--appendfsync", "always"],
@@ -29,12 +30,12 @@ class LocalRedis(LocalServer):
 
     @property
     def persistence(self) -> str:
-        return self.option("persistence", "none", tuple(PERSISTENCE))
+        return str(self.option(PERSISTENCE))
 
     def argv(self) -> list[str]:
         return [require_binary("redis-server", "redis-server", "Redis"), "--port", str(self.port), "--bind", HOST,
                 "--dir", str(self.data_dir), "--save", "", "--daemonize", "no", "--protected-mode", "no",
-                "--logfile", "", *PERSISTENCE[self.persistence]]
+                "--logfile", "", *PERSISTENCE_ARGV[self.persistence]]
 
     def ready(self) -> bool:
         client = redis.Redis.from_url(self.url_at(HOST, self.port), socket_timeout=2, socket_connect_timeout=2)

@@ -1,0 +1,62 @@
+"""The target author's seam, through the CLI: a worker command's placeholders are filled in per process,
+typed parameters reach the worker as JSON values, and an effect's fence makes `--sink-mode fenced` refuse a
+stale owner's effect."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from chaos.discovery import bundled
+from tests.integration.runner import chaos
+
+ARGV_WORKER = '''"""Logs its argv and typed params, then runs pg_lease's own worker."""
+import json, os, runpy, sys
+print("ARGV " + json.dumps(sys.argv[1:]), file=sys.stderr, flush=True)
+print("PARAMS " + os.environ["CHAOS_TARGET_PARAMS"], file=sys.stderr, flush=True)
+sys.argv = sys.argv[:1]
+runpy.run_path(os.path.join(os.path.dirname(__file__), "worker.py"), run_name="__main__")
+'''
+
+
+def test_worker_command_placeholders_are_filled_per_process(tmp_path: Path) -> None:
+    target = tmp_path / "pg_argv"
+    shutil.copytree(bundled("targets") / "pg_lease", target)
+    toml = (target / "target.toml").read_text().replace(
+        'worker = ["{python}", "{target_dir}/worker.py"]',
+        'worker = ["{python}", "{target_dir}/argv_worker.py", "{worker}", "{endpoint_url}", "{namespace}", '
+        '"{param:watchdog}", "{{literal}}"]').replace('name = "pg_lease"', 'name = "pg_argv"')
+    (target / "target.toml").write_text(toml)
+    (target / "argv_worker.py").write_text(ARGV_WORKER)
+    result = chaos("run", "--target", str(target), "--scenario", "kill_after_effect_before_ack", "--seed", "1",
+                   "-p", "watchdog=off", "--runs-dir", str(tmp_path / "runs"))
+    assert result.code == 0, result.stdout + result.stderr
+    logs = sorted((result.dir / "logs").glob("w*.log"))
+    assert len(logs) >= 2
+    for log in logs:
+        lines = log.read_text().splitlines()
+        argv = json.loads(next(line for line in lines if line.startswith("ARGV "))[5:])
+        params = json.loads(next(line for line in lines if line.startswith("PARAMS "))[7:])
+        worker, url, namespace, watchdog, literal = argv
+        assert worker == log.stem and "port=" in url and namespace == ""
+        assert (watchdog, literal) == ("off", "{literal}")
+        assert params["watchdog"] == "off" and params["heartbeat"] == "thread"
+
+
+def test_a_fenced_sink_refuses_the_stale_owners_effect(tmp_path: Path) -> None:
+    """pg_lease without its watchdog lets a stopped owner make its effect after the next owner's: the fence
+    (its claim count) is older, so the fenced boundary refuses it, and the ledger says so."""
+    result = chaos("run", "--target", "pg_lease", "--scenario", "stop_past_deadline", "--seed", "1",
+                   "-p", "watchdog=off", "--sink-mode", "fenced", "--runs-dir", str(tmp_path))
+    with closing(sqlite3.connect(result.dir / "ledger.sqlite")) as db:
+        effects = [json.loads(data) | {"worker": worker} for worker, data in
+                   db.execute("SELECT worker, data FROM events WHERE kind = 'probe.effect' ORDER BY seq")]
+    stopped = result.verdict["faults"][0]["target"]
+    refused = [effect for effect in effects if not effect["accepted"]]
+    assert refused and all(effect["worker"] == stopped for effect in refused), effects
+    for effect in refused:
+        newer = [e for e in effects if e["key"] == effect["key"] and e["accepted"]]
+        assert newer and all(e["fence"] > effect["fence"] for e in newer), effects
