@@ -13,6 +13,8 @@ require "json"
 require "net/http"
 require "uri"
 require "sidekiq"
+require "sidekiq/job_retry"
+require "sidekiq/scheduled"
 
 module Chaos
   # The variable names of chaos/events.py.
