@@ -19,6 +19,9 @@ from types import FrameType
 from typing import NoReturn, TextIO
 
 from chaos import events
+from chaos.authoring.check import check_target
+from chaos.authoring.check import summary as check_summary
+from chaos.authoring.scaffold import TEMPLATES, new_target
 from chaos.backends.registry import KINDS, provider_names, providers
 from chaos.check.checker import judge
 from chaos.contract import SECONDS, Contract, is_seconds
@@ -42,23 +45,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--target", required=True, help="a target name (see `chaos list`) or a target folder")
     run.add_argument("--scenario", required=True, help="a scenario name or a path to a scenario .py file")
     run.add_argument("--seed", type=int, default=None, help="seed for the scenario's choices (default: random)")
-    run.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
-    run.add_argument("--backend", choices=provider_names(), default=None,
-                     help="the backend's provider; local: a private server on a free port (the default); "
-                          "external: your server, at --backend-url (which selects it)")
-    run.add_argument("--backend-url", default=None,
-                     help=f"URL for --backend external (or {events.ENV_POSTGRES_URL} for PostgreSQL)")
+    _run_settings(run)
     run.add_argument("--sink-mode", choices=SINK_MODES, default="plain", help="how the effect sink dedupes")
     run.add_argument("--deadline", type=_seconds, default=None, metavar="SECONDS",
                      help="end the run as a harness error past this many seconds (default: the scenario's "
                           "DEADLINE_S, else 60 + 30 x the contract's recovery_bound_s)")
-    run.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
-                     help="override a target parameter from target.toml (repeatable)")
     run.add_argument("-c", "--contract", action="append", default=[], metavar="KEY=VALUE",
                      help="judge against a contract key other than target.toml's, e.g. -c watchdog=true "
                           "(a TOML value; repeatable)")
     run.add_argument("-s", "--scenario-param", action="append", default=[], metavar="KEY=VALUE",
                      help="choose one of the scenario's PARAMS, e.g. -s mode=blackhole (repeatable)")
+    target = sub.add_parser("target", help="write a new target, or check one before any fault")
+    target_sub = target.add_subparsers(dest="target_command", required=True)
+    new = target_sub.add_parser("new", help="write a target that runs green at once, from the kind's reference")
+    new.add_argument("name", help="the target's name (and folder)")
+    new.add_argument("--backend", required=True, choices=sorted(KINDS), help="the backend kind it runs on")
+    new.add_argument("--dir", type=Path, default=Path("targets"),
+                     help="where to write its folder (default ./targets, where chaos finds targets by name)")
+    check = target_sub.add_parser("check", help="one fault-free run that proves the target's seams, naming what "
+                                                "is missing")
+    check.add_argument("target", help="a target name or folder")
+    _run_settings(check)
     report = sub.add_parser("report", help="recompute the verdict of a run from its ledger alone")
     report.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="show the targets and scenarios found")
@@ -72,6 +79,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="the API's address (default 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8474, help="the API's port (default 8474, as Toxiproxy's; 0: any)")
     return parser
+
+
+def _run_settings(parser: argparse.ArgumentParser) -> None:
+    """Where a run writes, which server it uses, and the target's settings: `chaos run`'s and `chaos target check`'s."""
+    parser.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
+    parser.add_argument("--backend", choices=provider_names(), default=None,
+                        help="the backend's provider; local: a private server on a free port (the default); "
+                             "external: your server, at --backend-url (which selects it)")
+    parser.add_argument("--backend-url", default=None,
+                        help=f"URL for --backend external (or {events.ENV_POSTGRES_URL} for PostgreSQL)")
+    parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="set a [params] parameter or a [server] setting of target.toml (repeatable)")
 
 
 def _overrides(pairs: list[str], flag: str = "-p", example: str = "heartbeat=inline") -> dict[str, str]:
@@ -126,6 +145,21 @@ def _run(args: argparse.Namespace) -> int:
     if result.verdict.error:
         _say(f"chaos: {result.verdict.error}", sys.stderr)
     return result.verdict.exit_code
+
+
+def _target(args: argparse.Namespace) -> int:
+    if args.target_command == "new":
+        folder = new_target(args.name, args.backend, args.dir)
+        _say(f"wrote {folder} (from the bundled {TEMPLATES[args.backend]}); next: chaos target check {folder}")
+        return 0
+    report = check_target(find_target(args.target), RunOptions(seed=1, runs_dir=args.runs_dir,
+                                                               backend=_provider(args), backend_url=args.backend_url,
+                                                               overrides=_overrides(args.param)))
+    _say(check_summary(report))
+    if report.problems:
+        _say("\n\n".join(f"chaos: {problem}" for problem in report.problems), sys.stderr)
+        return 2
+    return 0
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -242,6 +276,8 @@ def command(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.command == "report":
             return _report(args)
+        if args.command == "target":
+            return _target(args)
         if args.command == "clean":
             return _clean(args)
         if args.command == "toxiproxy":

@@ -17,7 +17,7 @@ from chaos.errors import ConfigError
 from chaos.events import Event
 from chaos.faults.base import Scope
 from chaos.names import check_name
-from chaos.target import Job
+from chaos.target import Job, JobState
 from chaos.usercode import load_module
 
 
@@ -108,6 +108,9 @@ class Context(Protocol):
     def waive(self, kind: str, why: str) -> None:
         """Say why this run does not inject a kind its FAULTS declares; a declared kind neither injected
         nor waived makes the run inconclusive (it proved nothing under that fault)."""
+
+    def snapshot(self) -> list[JobState]:
+        """Every job as the queue itself sees it now (the target control's snapshot)."""
 
     def wait_drained(self, timeout: float) -> bool:
         """Poll the queue's own view until every enqueued job is terminal; False if it never drains."""

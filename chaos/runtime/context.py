@@ -22,7 +22,7 @@ from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import ActiveFault, Nemesis
 from chaos.runtime.sink import Sink
 from chaos.scenario import Gate, HeldProbe, NetworkFault
-from chaos.target import Control, Job
+from chaos.target import Control, Job, JobState
 
 GATE_TIMEOUT_S = 30.0
 WORKERS_CHECK_S = 0.1  # how often a gate wait checks that some worker is still alive to reach it
@@ -201,6 +201,9 @@ class ScenarioContext:
         self.nemesis.end(fault)
 
     # -- the queue's own view --------------------------------------------------------------------
+
+    def snapshot(self) -> list[JobState]:
+        return self.control.snapshot()
 
     def wait_drained(self, timeout: float) -> bool:
         """Ends once every job is finished, or at `timeout`, or a recovery bound after no process was left

@@ -58,6 +58,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.leftovers": ("chaos.events", "chaos.ledger", "chaos.containment", "chaos.procs"),
     "chaos.toxiproxy": ("chaos.toxiproxy", "chaos.errors", "chaos.ports", "chaos.procs"),
     "chaos.runtime": ("chaos",),
+    "chaos.authoring": ("chaos",),
     "chaos.cli": ("chaos",),
     "chaos.__main__": ("chaos.cli",),
     "chaos": (),  # the package itself: lazy, it imports nothing when it runs

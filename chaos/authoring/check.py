@@ -1,0 +1,146 @@
+"""`chaos target check PATH`: one real run of a fault-free check scenario on a fresh server (setup, an
+empty snapshot, one job enqueued and seen pending, one worker that claims, effects and acks it, a final
+snapshot that says done), then every seam that did not hold named in a paragraph of its own.
+
+A target that passes the check can be judged by the fault scenarios; one that fails it would only give
+verdicts about its own wiring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos import events
+from chaos.check.verdict import Verdict
+from chaos.events import Event
+from chaos.ledger import read_events
+from chaos.runtime.run import RunOptions, run_scenario
+from chaos.scenario import Context, Scenario
+from chaos.target import Target
+
+JOB = "job-0001"
+WORKER = "w1"
+MARGIN_S = 10.0  # beyond the recovery bound, for a worker's start (a broker's client library takes seconds)
+
+
+@dataclass
+class CheckReport:
+    """What the check saw: each seam that held (`passed`) and each that did not (`problems`), and the run."""
+
+    target: Target
+    run_dir: Path
+    passed: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def check_target(target: Target, options: RunOptions) -> CheckReport:
+    seen: dict[str, Any] = {}
+
+    def check(ctx: Context) -> None:
+        """Target check: the queue's seams, one job and one worker, no fault."""
+        seen["empty"] = {state.job: state.state for state in ctx.snapshot()}
+        ctx.enqueue(1)
+        seen["enqueued"] = {state.job: state.state for state in ctx.snapshot()}
+        ctx.start_worker(WORKER)
+        seen["drained"] = ctx.wait_drained(ctx.recovery_deadline(margin_s=MARGIN_S))
+
+    scenario = Scenario("target_check", Path(__file__), check.__doc__ or "", check, ())
+    result = run_scenario(target, scenario, options)
+    report = CheckReport(target, result.dir)
+    _judge(report, seen, result.verdict, read_events(result.dir / "ledger.sqlite"))
+    return report
+
+
+def _judge(report: CheckReport, seen: dict[str, Any], verdict: Verdict, ledger: list[Event]) -> None:
+    ok, problem = report.passed.append, report.problems.append
+    if "empty" not in seen:
+        problem(f"The run ended before the control's first snapshot: {_cause(verdict)}. setup() and snapshot() of "
+                f"the target's control class must work on a fresh server; the run dir {report.run_dir} holds the rest.")
+        return
+    if seen["empty"]:
+        problem(f"snapshot() on the fresh queue, before anything was enqueued, lists {sorted(seen['empty'])[:5]}: "
+                "it must list only the jobs the suite enqueued (a table or key left over from elsewhere?).")
+    else:
+        ok("setup() made the queue, and snapshot() of the empty queue lists no job")
+    if "enqueued" not in seen:
+        problem(f"enqueue() or the snapshot after it failed: {_cause(verdict)}; the run dir {report.run_dir} holds "
+                "the rest.")
+        return
+    state = seen["enqueued"].get(JOB)
+    if state == "pending":
+        ok(f"enqueue() put {JOB} in the queue, and snapshot() shows it pending")
+    else:
+        problem(f"Right after enqueue(), snapshot() shows {JOB} as {state or 'absent'}, not pending: snapshot() "
+                "must list every enqueued job by the suite's id (carried in the queue's payload), and enqueue() must "
+                "commit before it returns.")
+    _judge_worker(report, ledger)
+    final = next((e.data.get("state") for e in ledger if e.kind == events.SNAPSHOT and e.job == JOB), "absent")
+    if final in ("done", "absent"):  # a queue that deletes a completed job (a broker, beanstalkd) shows it absent
+        ok(f"the final snapshot shows {JOB} {final}" + (" (deleted on completion)" if final == "absent" else ""))
+    elif any(e.kind == events.SNAPSHOT_TAKEN for e in ledger):
+        problem(f"The final snapshot shows {JOB} as {final} after its ack: snapshot() must report a completed job "
+                "as done (or not list it, for a queue that deletes completed jobs), and the ack must complete it.")
+    if verdict.verdict == "pass":
+        ok("the run's verdict is pass")
+    else:
+        why = "; ".join(v.message for v in verdict.violations) or verdict.error or ", ".join(verdict.notes)
+        problem(f"The fault-free check run's verdict is {verdict.verdict.upper()}: {why}")
+
+
+def _cause(verdict: Verdict) -> str:
+    """Why a run ended, in one line: the error's first line and, under a traceback, the exception it ends with."""
+    error = verdict.error or "no reason recorded"
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    return f"{lines[0]} ({lines[-1]})" if "Traceback" in error else lines[0]
+
+
+def _judge_worker(report: CheckReport, ledger: list[Event]) -> None:
+    """The worker's side: it stayed up, its probes were accepted, and it claimed, effected and acked the job."""
+    ok, problem = report.passed.append, report.problems.append
+    for exit_ in (e for e in ledger if e.kind == events.PROCESS_EXIT and not e.data.get("expected")):
+        tail = "\n    ".join(exit_.data.get("log_tail") or [])
+        problem(f"{exit_.worker} exited by itself (exit code {exit_.data.get('returncode')}) during the check; its "
+                f"log {exit_.data.get('log')} ends:\n    {tail}")
+    for refusal in (e for e in ledger if e.kind == events.PROBE_REFUSED):
+        problem(f"The sink refused a probe ({refusal.data.get('status')}): {refusal.data.get('error')}. "
+                "docs/probe-protocol.md gives each point's fields.")
+    probes = {point: [e for e in ledger if e.kind == f"probe.{point}" and e.job == JOB]
+              for point in (events.CLAIM, events.EFFECT, events.ACK)}
+    claims = probes[events.CLAIM]
+    if not claims:
+        problem(f"No claim probe for {JOB} arrived: the worker must call probe.claim(job, token) once it owns a "
+                "job (after the queue committed the claim), naming the suite's job id.")
+        return
+    claim = claims[0]
+    if claim.worker != WORKER:
+        problem(f"The claim probe names the worker {claim.worker!r}, not {WORKER!r}: send CHAOS_WORKER_ID as it "
+                "is (chaos.probe does).")
+    else:
+        note = "" if "attempt" in claim.data else (" (it sends no attempt: probe.claim(..., attempt=N) lets a "
+                                                   "verdict count claims by the queue's own count)")
+        ok(f"{WORKER} claimed {JOB} with token {claim.data.get('token')!r}{note}")
+    if not probes[events.EFFECT]:
+        problem(f"No effect probe for {JOB}: the worker must call probe.effect(job, token) where the handler's "
+                "external side effect happens, before its ack.")
+    else:
+        ok(f"{WORKER} reported the job's effect")
+    acks = probes[events.ACK]
+    if not acks:
+        problem(f"No ack probe for {JOB}: the worker must call probe.ack(job, token, ok) after asking the queue to "
+                "complete the job, with ok saying whether the queue accepted it.")
+    elif acks[-1].data.get("ok") is not True:
+        problem(f"The ack probe for {JOB} says ok={acks[-1].data.get('ok')!r}: in a fault-free run the queue should "
+                "accept the ack; ok must be what the queue answered (True for a completion that took effect).")
+    else:
+        ok(f"{WORKER} acked {JOB} and the queue accepted it")
+
+
+def summary(report: CheckReport) -> str:
+    lines = [f"target {report.target.name} ({report.target.path}): " +
+             ("every seam held" if not report.problems else f"{len(report.problems)} problem(s)")]
+    lines += [f"  ok: {line}" for line in report.passed]
+    lines += [f"  problem: {line}" for line in report.problems]
+    lines.append(f"run dir: {report.run_dir}")
+    return "\n".join(lines)

@@ -1,0 +1,63 @@
+"""`chaos target new NAME --backend KIND`: a new target folder, copied from the bundled correct reference
+target of that backend kind, its target.toml headed by what to change and how to check it. It runs green
+as it is, so a user starts from a passing verdict and changes one thing at a time."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from chaos.backends.registry import KINDS
+from chaos.discovery import bundled
+from chaos.errors import ConfigError
+from chaos.names import check_name
+
+# The correct reference target each kind's scaffold starts from: the simplest one that keeps every rule.
+TEMPLATES = {"postgres": "pg_txlock", "redis": "redis_reliable", "rabbitmq": "rabbitmq_ack",
+             "beanstalkd": "beanstalkd_ttr"}
+
+HEADER = """\
+# A queue-chaos target, started from the bundled reference target {template} (a correct queue on {kind}),
+# so it passes every bundled scenario as it is. Make it your queue's, one step at a time:
+#   worker.py   your worker. It reports each point of a job's life through chaos.probe: claim (it owns
+#               the job), effect (the side effect that must not be lost or doubled), heartbeat (a lease
+#               extension and whether it held), ack (completion and whether the queue accepted it) and
+#               abandon (it gave up a job it no longer owns). `worker` below may be any command: the
+#               placeholders {{python}} {{target_dir}} {{worker}} {{endpoint_url}} {{namespace}} {{param:NAME}} are
+#               filled in per process; a worker in another language speaks docs/probe-protocol.md.
+#   control.py  runs in the suite: creates the queue, enqueues the suite's jobs (the job id travels in
+#               your payload), gives each worker its connection from the endpoint it is handed, and
+#               reports every job's state at the end (snapshot: pending, claimed, done, dead).
+#   [server]    the backend server's settings (`chaos list` shows what each provider takes);
+#   [params]    your queue's own knobs: typed TOML values, handed to workers as JSON (-p key=value);
+#   [contract]  what your queue promises, which every verdict judges (docs/writing-a-target.md: how to
+#               read it off your library's documentation).
+# Check the seams before any fault:   chaos target check {path}
+# Then a first verdict:               chaos run --target {path} --scenario kill_after_effect_before_ack
+"""
+
+
+def new_target(name: str, kind: str, parent: Path) -> Path:
+    """Write parent/name from the kind's template; refuse to touch anything that exists."""
+    check_name(name, "target name", "Pick a plain name such as my_queue.")
+    if kind not in KINDS:
+        raise ConfigError(f"--backend {kind!r} is not a backend kind; expected one of {', '.join(KINDS)}.")
+    folder = parent / name
+    if folder.exists():
+        raise ConfigError(f"{folder} already exists; chaos target new never overwrites anything. Pick another "
+                          "NAME, or another --dir.")
+    template = TEMPLATES[kind]
+    source = bundled("targets") / template
+    try:
+        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise ConfigError(f"Cannot write {folder} ({exc.strerror or exc}); --dir must be a writable "
+                          "directory.") from exc
+    toml = (source / "target.toml").read_text()
+    toml = re.sub(r'^name = ".*"$', f'name = "{name}"', toml, count=1, flags=re.MULTILINE)
+    toml = re.sub(r'^description = ".*"$', f'description = "{name}: started from {template}"', toml, count=1,
+                  flags=re.MULTILINE)
+    (folder / "target.toml").write_text(HEADER.format(template=template, kind=kind, path=folder) + toml)
+    return folder
