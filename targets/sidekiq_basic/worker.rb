@@ -91,7 +91,9 @@ module Chaos
 
     def self.claim(job, token, attempt) = send_probe("claim", job, {token: token, attempt: attempt})
 
-    def self.effect(job, token) = send_probe("effect", job, {token: token, key: job})
+    # fence: the execution's attempt, which grows with every claim of the job: the fenced sink mode refuses an
+    # effect whose fence is older than one it has seen.
+    def self.effect(job, token, fence) = send_probe("effect", job, {token: token, key: job, fence: fence})
 
     def self.ack(job, token, ok) = send_probe("ack", job, {token: token, ok: ok})
 
@@ -111,6 +113,7 @@ module Chaos
       # retry_count is absent on the first execution, 0 on the first retry, 1 on the second...
       attempt = job["retry_count"].nil? ? 1 : job["retry_count"] + 2
       Probe.claim(id, token, attempt)
+      Thread.current[:chaos_attempt] = attempt  # the job's effect fences by it
       begin
         yield
       rescue StandardError => e
@@ -155,7 +158,7 @@ class ChaosJob
     sleep(duration) if duration.positive?
     raise Chaos::HandlerFailed, "poison job: its handler fails every time" if payload["fail"]
 
-    Chaos::Probe.effect(id, jid)
+    Chaos::Probe.effect(id, jid, Thread.current[:chaos_attempt])
   end
 end
 
