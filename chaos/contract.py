@@ -13,6 +13,14 @@ SECONDS = f"a finite, positive number of seconds (at most {MAX_SECONDS:.0f})"
 DELIVERY = ("at-least-once", "at-most-once", "exactly-once-effect")
 STALE_ACK = ("rejected", "accepted")
 OVERLAP = ("never", "after-lease-loss")
+ON_OWNER_LOSS = ("redeliver", "fail", "drop")
+LEASE_SCOPE = ("job", "worker")
+# What each enumerated key decides, for its error: a user who mistyped a value learns what the choice means.
+MEANING = {
+    "on_owner_loss": "what the queue does with a job whose owner died, its execution ended by a kill or restart: "
+                     "run it again, record it failed (dead) and never run it again, or forget it",
+    "lease_scope": "what one heartbeat extends: the lease of the job it names, or of every job its worker holds",
+}
 
 
 def is_seconds(value: object) -> bool:
@@ -40,6 +48,21 @@ class Contract:
     # How much sooner than its owner's lease allows a reclaim may be reported before it is `early_reclaim`:
     # a probe reaches the ledger a little after the database committed what it reports. Default: 25% of lease_s.
     lease_tolerance_s: float | None = None
+    # What the queue promises for a job whose owner died (a kill or restart fault ended its execution while
+    # it held the job). "redeliver": another execution takes it (at-least-once recovery). "fail": the queue
+    # records it dead and never runs it again (RQ without retries); "drop": it is gone, never run again
+    # (Celery's default early ack): under either, a claim after the owner's death is
+    # `redelivered_after_owner_loss`, a job that ends dead after it is no `dead_lettered` alarm ("fail"),
+    # one gone without an effect is `dropped`, not `lost` ("drop"). A job gone without its owner dying is
+    # `lost` under every setting, and one still pending or claimed past the recovery bound is `stuck`.
+    on_owner_loss: str = "redeliver"
+    # What a heartbeat extends. "job": the named job's lease (one extension per execution). "worker": every
+    # job its worker holds (procrastinate's worker heartbeat), whatever job and token the probe names: the
+    # heartbeat gap, the owner's lease end for `early_reclaim` and a known loss for `work_after_known_loss`
+    # then follow the worker's latest heartbeat (successful, or failed). `stale_extension_accepted` is not
+    # judged: a worker's accepted heartbeat proves its own lease renewed, not that the queue still granted it
+    # a job taken from it. Reclaim and ack rules do not read heartbeats and are unchanged.
+    lease_scope: str = "job"
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], where: str) -> Contract:
@@ -51,9 +74,12 @@ class Contract:
         if "recovery_bound_s" not in raw:
             raise ConfigError(f"{where}: the [contract] table needs recovery_bound_s (seconds a job may stay "
                               "unavailable after its owner dies), e.g. recovery_bound_s = 3.0.")
-        for key, allowed in (("delivery", DELIVERY), ("stale_ack", STALE_ACK), ("overlap", OVERLAP)):
+        for key, allowed in (("delivery", DELIVERY), ("stale_ack", STALE_ACK), ("overlap", OVERLAP),
+                             ("on_owner_loss", ON_OWNER_LOSS), ("lease_scope", LEASE_SCOPE)):
             if key in raw and raw[key] not in allowed:
-                raise ConfigError(f"{where}: contract {key} = {raw[key]!r}; expected one of {', '.join(allowed)}.")
+                meaning = f" ({MEANING[key]})" if key in MEANING else ""
+                raise ConfigError(f"{where}: contract {key} = {raw[key]!r}; expected one of {', '.join(allowed)}"
+                                  f"{meaning}.")
         for key in ("recovery_bound_s", "lease_s", "reservation_s", "heartbeat_s", "lease_tolerance_s"):
             value = raw.get(key)
             if value is not None and not is_seconds(value):
