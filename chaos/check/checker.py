@@ -57,7 +57,7 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
     if contract is None:
         start = next((e.data for e in ledger if e.kind == events.RUN_START), {})
         contract = Contract.from_dict(dict(start.get("contract", {})), "ledger run.start")
-    run = scan(ledger, contract.renewal_bound_s or float("inf"))
+    run = scan(ledger, contract.renewal_bound_s or float("inf"), contract.lease_scope == "worker")
     violations: list[Violation] = []
     anomalies: list[dict[str, Any]] = []
     outcomes: dict[str, str] = {}

@@ -27,7 +27,7 @@ class Execution:
 
     __slots__ = ("job", "worker", "token", "pid", "claim", "at", "since", "end", "ended_by", "last_effect",
                  "superseded_by", "extended_at", "extended_by", "extended_seq", "gap_s", "gap", "lost_at", "late_beats",
-                 "stale_extended", "covered")
+                 "stale_extended", "covered", "died_by")
 
     def __init__(self, job: str, worker: str, token: Any, pid: Any, claim: Event) -> None:
         self.job = job
@@ -53,6 +53,9 @@ class Execution:
         self.late_beats = 0  # heartbeats reported after it was superseded
         self.stale_extended = False  # a stale extension of it was found (reported once)
         self.covered = False  # claimed while a fault suspended its worker: the claim may predate the fault
+        # The kill or restart that ended it while it still held the job (no claim since): its owner died,
+        # which the contract's on_owner_loss says what the queue then does about.
+        self.died_by: FaultHistory | None = None
 
     def who(self) -> str:
         return f"{self.worker} (token {self.token})" if self.token is not None else f"{self.worker} (no token)"
@@ -172,6 +175,7 @@ class RunHistory:
     # healed) that reached it; the same for faults reaching every worker (a backend restart).
     touched: dict[str, int] = field(default_factory=dict)
     gap_floor: float = 0.0  # heartbeat gaps up to this long are not kept (see `scan`)
+    worker_leases: bool = False  # lease_scope = worker: a heartbeat extends every job its worker holds
     everyone_touched: int = -1
     forced_exits: list[Event] = field(default_factory=list)  # SIGKILLed past the shutdown grace
     # Excuses for a reclaim: worker -> seq of the last fault that reached it after a claim; the seq of the

@@ -11,7 +11,13 @@
   expire it let the next extension succeed.
 - `early_reclaim` (with a contract lease_s): a claim that took the job from an owner that had not released
   it, sooner than the owner's lease allowed: before its last accepted claim or extension plus lease_s,
-  less contract.reclaim_tolerance_s. (A kill does not excuse it: a lease outlives its owner.)
+  less contract.reclaim_tolerance_s. (A kill does not excuse it: a lease outlives its owner.) Under
+  lease_scope = worker an extension is any accepted heartbeat of the owner's worker (`chaos.check.scan`).
+- owner loss (contract.on_owner_loss, for a job whose last owner died: a kill or restart ended its
+  execution while it held the job): under "fail" a job that ends dead is the promise kept (`dead_lettered`
+  with no alarm, whatever its attempts); under "drop" a job gone from the queue (absent) with no effect is
+  `dropped`, not `lost`; under either, a claim after the owner died is `redelivered_after_owner_loss`. A
+  job gone without its owner dying is `lost`, and one pending or claimed past the bound `stuck`, always.
 
 Event-proven anomalies (premature or early reclaim, stale ack or extension, effect after lease loss, work
 after known loss, recovery bound) are judged even when the final snapshot is missing; outcome-based ones
@@ -23,6 +29,7 @@ a known loss without a watchdog) are returned apart, with their exposure, for `V
 from __future__ import annotations
 
 import bisect
+from itertools import pairwise
 from typing import Any
 
 from chaos.check.history import GLOBAL, Execution, JobHistory, RunHistory
@@ -38,7 +45,9 @@ def judge_job(history: JobHistory, contract: Contract,
     """The job's outcome, the violations it shows under the contract, and the anomalies the contract allows."""
     outcome, reason = _outcome(history, contract, run)
     gaps = _heartbeat_gaps(history, contract, run)
-    if not reason and not history.findings and not history.recoveries and not history.reclaims and not gaps:
+    rerun = _rerun_after_owner_died(history, contract, run)
+    if (not reason and not history.findings and not history.recoveries and not history.reclaims and not gaps
+            and rerun is None):
         return outcome, [], []  # the common case
     witness: list[dict[str, Any]] | None = None
 
@@ -70,7 +79,38 @@ def judge_job(history: JobHistory, contract: Contract,
                  "owner": recovery.owner, "by": recovery.by}))
     found += [violation("early_reclaim", why, detail) for why, detail in _early_reclaims(history, contract, run)]
     found += [violation("heartbeat_gap", why, detail) for why, detail in gaps]
+    if rerun is not None:
+        found.append(violation("redelivered_after_owner_loss", *rerun))
     return outcome, found, allowed
+
+
+def _rerun_after_owner_died(history: JobHistory, contract: Contract,
+                            run: RunHistory) -> tuple[str, dict[str, Any]] | None:
+    """Under on_owner_loss = fail or drop, the first claim made after a kill or restart ended the execution
+    that held the job: the queue promised never to run such a job again. None when there is none."""
+    if contract.on_owner_loss == "redeliver":
+        return None
+    executions = history.executions  # in claim order
+    for dead, claimer in pairwise(executions):
+        fault = dead.died_by
+        if fault is None or fault.applied is None or claimer.since < fault.seq:
+            continue
+        after = max(0.0, claimer.at - fault.applied.mono)
+        promise = "recorded failed" if contract.on_owner_loss == "fail" else "dropped"
+        return (f"{claimer.who()} claimed it at {run.at(claimer.claim)}, {after:.3f}s after fault {fault.id} "
+                f"({fault.kind} {fault.target}) ended the execution of its owner {dead.who()}: the contract says "
+                f"on_owner_loss = {contract.on_owner_loss} (a job whose owner dies is {promise}, never run again), "
+                "but the queue delivered it again",
+                {"fault": fault.id, "owner": dead.worker, "owner_token": dead.token, "claimer": claimer.worker,
+                 "claimer_token": claimer.token, "after_s": round(after, 4),
+                 "on_owner_loss": contract.on_owner_loss})
+    return None
+
+
+def _owner_died(history: JobHistory) -> Execution | None:
+    """The job's last execution (in claim order), when a kill or restart ended it holding the job."""
+    last = history.executions[-1] if history.executions else None
+    return last if last is not None and last.died_by is not None else None
 
 
 def _heartbeat_gaps(history: JobHistory, contract: Contract, run: RunHistory) -> list[tuple[str, dict[str, Any]]]:
@@ -155,6 +195,8 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
     if not run.snapshot_taken:
         return "unknown", ""
     if where == "dead":
+        if contract.on_owner_loss == "fail" and _owner_died(history) is not None:
+            return "dead_lettered", ""  # the promise kept: its owner died, and the queue recorded it failed
         return "dead_lettered", _dead_letter_reason(history, contract, snap)
     if where in ("pending", "claimed"):
         if unsettled_for(history, contract.recovery_bound_s) is not None:
@@ -164,7 +206,7 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
         return "stuck", (f"still {where}{owner} at the end of the run, past the recovery bound of "
                          f"{contract.recovery_bound_s}s, after {claims} claim(s) and {effects} effect(s)")
     if effects == 0:
-        return "lost", f"enqueued but never effected, and the queue reports it {where}"
+        return _gone(history, contract, where)
     if effects == 1:
         return "completed", ""
     overlap = _overlap(history)
@@ -185,6 +227,21 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
     if contract.delivery != "at-least-once":
         return "redelivered", f"{effects} effects under a {contract.delivery} contract"
     return "redelivered", ""
+
+
+def _gone(history: JobHistory, contract: Contract, where: str) -> tuple[str, str]:
+    """A job never effected that the queue no longer holds: lost, unless its owner died and the contract
+    lets the queue forget such a job (on_owner_loss = drop)."""
+    dead = _owner_died(history) if contract.on_owner_loss != "redeliver" else None
+    fault = dead.died_by if dead is not None else None
+    if dead is None or fault is None:
+        return "lost", f"enqueued but never effected, and the queue reports it {where}"
+    if contract.on_owner_loss == "drop" and where == "absent":
+        return "dropped", ""
+    kept = "kept no record of its failure" if contract.on_owner_loss == "fail" else f"reports it {where}, not gone"
+    return "lost", (f"enqueued but never effected, and the queue reports it {where}: its owner {dead.who()} died "
+                    f"(fault {fault.id}, {fault.kind} {fault.target}) and the contract says on_owner_loss = "
+                    f"{contract.on_owner_loss}, but the queue {kept}")
 
 
 def unsettled_for(history: JobHistory, bound: float) -> float | None:

@@ -28,6 +28,11 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
   ended by its process's reaped exit, and lost to the fault it crossed.
 - heartbeat gaps: each owner's longest gap between accepted extensions (or its claim and first
   extension) that no fault on its worker explains, for the lease rule the contract judges (`heartbeat_gap`).
+- worker leases (lease_scope = worker): a heartbeat is its worker's, so it extends (or, failing, loses)
+  every execution the worker holds, whatever job and token it names; no stale extension is proven (an
+  accepted worker heartbeat says nothing of a job taken from the worker).
+- owners that died: a kill or restart that ends an execution still holding its job (no claim since
+  before the fault) marks it (`Execution.died_by`), for the contract's on_owner_loss.
 - recovery: a fault whose kind takes the owner (a kill, stop or restart of the owner's worker, a
   backend restart while the job was owned) loses the owner; recovery = next claim - the fault's
   applied time (0 when the claim landed between the fault's journal entry and its applied record). An
@@ -50,10 +55,11 @@ _SINK = events.SINK
 _CONTEXT = ("process.", "fault.", "backend.", "network.")  # process, backend and proxy events; the rest of a fault's
 
 
-def scan(ledger: Iterable[Event], gap_floor: float = 0.0) -> RunHistory:
+def scan(ledger: Iterable[Event], gap_floor: float = 0.0, worker_leases: bool = False) -> RunHistory:
     """The run's history; job events (the bulk of a ledger) take the shortest path through the loop.
-    Heartbeat gaps up to `gap_floor` are not kept (the contract's lease: shorter ones break no rule)."""
-    run = RunHistory(gap_floor=gap_floor)
+    Heartbeat gaps up to `gap_floor` are not kept (the contract's lease: shorter ones break no rule);
+    `worker_leases`: a heartbeat extends every job its worker holds (lease_scope = worker)."""
+    run = RunHistory(gap_floor=gap_floor, worker_leases=worker_leases)
     jobs = run.jobs
     watched = run.watched
     last_probe = run.last_probe
@@ -209,6 +215,7 @@ def _crossed(run: RunHistory, history: JobHistory, execution: Execution, flight:
                 fault.victims.append(execution)
             return
         fault.victims.append(execution)
+        _died(fault, execution)
         if successor is None:
             if history.latest is execution and history.lost_owner_at is None:
                 history.lost_owner_at = fault.applied.mono
@@ -322,6 +329,9 @@ def _after_loss(history: JobHistory, kind: str, execution: Execution, event: Eve
 
 
 def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
+    if run.worker_leases:
+        _on_worker_heartbeat(run, event)
+        return
     execution = _execution(history, event)
     if execution is None:
         return
@@ -337,12 +347,30 @@ def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
                 "of it was reported: the queue extended a lease it no longer granted"), claimer=winner)
     if ok:
         if winner is None:
-            if event.mono - execution.extended_at > execution.gap_s:
-                _longest_gap(run, execution, event)
-            execution.extended_at, execution.extended_by, execution.extended_seq = event.mono, event, event.seq
+            _extend(run, execution, event)
         execution.lost_at = None
     elif execution.lost_at is None:
         execution.lost_at = event
+
+
+def _on_worker_heartbeat(run: RunHistory, event: Event) -> None:
+    """lease_scope = worker: the heartbeat extends every execution its worker holds (the superseded ones
+    no longer hold a lease to extend), or, failing, tells each of them its lease is lost."""
+    ok = bool(event.data.get("ok"))
+    for execution in run.open.get(event.worker or "?", ()):
+        if ok:
+            if execution.superseded_by is None:
+                _extend(run, execution, event)
+            execution.lost_at = None
+        elif execution.lost_at is None:
+            execution.lost_at = event
+
+
+def _extend(run: RunHistory, execution: Execution, event: Event) -> None:
+    """An accepted extension of the owner's lease: its gap since the last one, and the lease's new start."""
+    if event.mono - execution.extended_at > execution.gap_s:
+        _longest_gap(run, execution, event)
+    execution.extended_at, execution.extended_by, execution.extended_seq = event.mono, event, event.seq
 
 
 def _longest_gap(run: RunHistory, execution: Execution, event: Event) -> None:
@@ -427,8 +455,19 @@ def _on_fault_applied(run: RunHistory, event: Event) -> None:
     # executions reached at the journal entry, plus any claimed between the journal and the application
     fault.victims += [e for e in _reached(run, rule, fault.target) if e.claim.seq > fault.seq]
     _lose_owners(run, fault, event)
+    for execution in fault.victims:
+        _died(fault, execution)
     if rule.ends_executions and fault.journal is not None:
         _end_at_journal(run, fault, fault.journal)
+
+
+def _died(fault: FaultHistory, execution: Execution) -> None:
+    """A fault that ends executions (a kill, a restart) reached this one: its owner died holding the job,
+    unless a claim made before the fault had already taken it."""
+    taken = execution.superseded_by
+    if (fault.rule.ends_executions and execution.died_by is None
+            and (taken is None or taken.since >= fault.seq)):
+        execution.died_by = fault
 
 
 def _reached(run: RunHistory, rule: FaultKind, target: str | None) -> list[Execution]:

@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 3, "inconclusive": 4}
-OUTCOMES = ("completed", "redelivered", "overlapped", "lost", "stuck", "dead_lettered", "unexpected", "unsettled",
-            "unknown")
+OUTCOMES = ("completed", "redelivered", "overlapped", "lost", "dropped", "stuck", "dead_lettered", "unexpected",
+            "unsettled", "unknown")
 
 
 @dataclass(frozen=True)
