@@ -1,9 +1,12 @@
 """sidekiq_basic control side: jobs in Sidekiq's own Redis format, and the final snapshot read from
 Sidekiq's own keys, all under the run's key prefix (the worker gives redis-namespace the same prefix).
 
-A job is the JSON hash Sidekiq::Client pushes for a job class with default options (class, args, jid,
-queue, retry, created_at, enqueued_at), LPUSHed on `queue:default` (BRPOP takes the oldest first) with the
-queue in the `queues` set. Its args carry the suite's job id and the handler's payload.
+It builds on `chaos.RedisQueueControl` for the connection, the run's prefix and each worker's variables
+(CHAOS_BACKEND_URL, its own way to Redis, and CHAOS_NAMESPACE, the prefix); the key layout and the
+snapshot are Sidekiq's. A job is the JSON hash Sidekiq::Client pushes for a job class with default options
+(class, args, jid, queue, retry, created_at, enqueued_at), LPUSHed on `queue:default` (BRPOP takes the
+oldest first) with the queue in the `queues` set. Its args carry the suite's job id and the handler's
+payload.
 """
 
 from __future__ import annotations
@@ -11,14 +14,9 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from typing import Any, ClassVar
+from typing import Any
 
-import redis
-
-from chaos import events
-from chaos.backends.base import Backend, Endpoint
-from chaos.contract import Contract
-from chaos.target import Job, JobState
+from chaos import Backend, Contract, Job, JobState, RedisQueueControl
 
 QUEUE = "default"
 JOB_CLASS = "ChaosJob"  # worker.rb's job class
@@ -36,21 +34,20 @@ def sidekiq_job(job: Job, now: float) -> str:
                        "queue": QUEUE, "retry": True, "created_at": now, "enqueued_at": now})
 
 
-class Control:
+class Control(RedisQueueControl):
     # Basic fetch leaves no trace of a job being worked: it is in no key from its BRPOP to its completion
     # record. So a job counts as drained only once dead, or once an ack of it was accepted.
-    shows_deliveries: ClassVar[bool] = False
+    shows_deliveries = False
 
     def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract) -> None:
-        self.prefix = backend.namespace
-        self.queue = self.prefix + "queue:" + QUEUE
-        self.queues = self.prefix + "queues"
-        self.retry = self.prefix + "retry"
-        self.dead = self.prefix + "dead"
-        self.done = self.prefix + "done"
-        self.client: redis.Redis = redis.Redis.from_url(backend.endpoint.url, socket_timeout=5,
-                                                        socket_connect_timeout=5, decode_responses=True)
-        self.read_all = self.client.register_script(READ_ALL)
+        super().__init__(backend, params, contract)
+        prefix = self.keys.prefix
+        self.queue = prefix + "queue:" + QUEUE
+        self.queues = prefix + "queues"
+        self.retry = prefix + "retry"
+        self.dead = prefix + "dead"
+        self.done = prefix + "done"
+        self.read_sidekiq = self.client.register_script(READ_ALL)
 
     def setup(self) -> None:
         """Sidekiq creates its keys as it goes: nothing to create."""
@@ -64,15 +61,11 @@ class Control:
             pipe.lpush(self.queue, *(sidekiq_job(job, now) for job in jobs))
             pipe.execute()
 
-    def worker_env(self, endpoint: Endpoint) -> dict[str, str]:
-        """The worker's own way to Redis, and the run's key prefix (worker.rb hands it to redis-namespace)."""
-        return {events.ENV_BACKEND_URL: endpoint.url, events.ENV_NAMESPACE: self.prefix}
-
     def snapshot(self) -> list[JobState]:
         """Where each job is, read atomically: in the queue list or the retry set (pending: due again), the
         dead set (past its attempts), the done hash (completed); a job in none of them is absent (fetched,
         and never completed)."""
-        reply: list[Any] = self.read_all(keys=[self.queue, self.retry, self.dead, self.done])
+        reply: list[Any] = self.read_sidekiq(keys=[self.queue, self.retry, self.dead, self.done])
         queued, retrying, dead, done = reply
         found: dict[str, JobState] = {job: JobState(job, "done") for job in map(str, done)}
         for raw in dead:
@@ -82,9 +75,6 @@ class Control:
             job, attempts = _identify(raw)
             found[job] = JobState(job, "pending", attempts=attempts)
         return sorted(found.values(), key=lambda state: state.job)
-
-    def close(self) -> None:
-        self.client.close()
 
 
 def _identify(raw: str) -> tuple[str, int | None]:
