@@ -15,6 +15,7 @@ _EXPORTS = {
     "Control": "chaos.target", "Job": "chaos.target", "JobState": "chaos.target", "Target": "chaos.target",
     "Contract": "chaos.contract", "Endpoint": "chaos.backends.base", "Backend": "chaos.backends.base",
     "TableQueueControl": "chaos.backends.postgres.control", "RedisQueueControl": "chaos.backends.redis.control",
+    "TriggerObserver": "chaos.backends.postgres.observer", "Observer": "chaos.target", "QueueRecord": "chaos.target",
     "BeanstalkdQueueControl": "chaos.backends.beanstalkd.control",
     "RabbitMQQueueControl": "chaos.backends.rabbitmq.control",
     # inside a worker process
@@ -34,9 +35,9 @@ _MODULES = {"probe"}  # exported as modules, not as a name inside one
 
 __all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Context", "Contract", "Control",
            "Endpoint", "Event", "Gate", "HarnessError", "HeldProbe", "Job", "JobState", "Ledger", "NotExercised",
-           "RabbitMQQueueControl", "RedisQueueControl", "Run", "RunOptions", "RunResult", "Scenario",
-           "TableQueueControl", "Target", "Verdict", "Violation", "check", "find_scenario", "find_target", "judge",
-           "probe", "read_events", "run_scenario"]
+           "Observer", "QueueRecord", "RabbitMQQueueControl", "RedisQueueControl", "Run", "RunOptions", "RunResult",
+           "Scenario", "TableQueueControl", "Target", "TriggerObserver", "Verdict", "Violation", "check",
+           "find_scenario", "find_target", "judge", "probe", "read_events", "run_scenario"]
 
 
 def __getattr__(name: str) -> Any:
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from chaos.backends.base import Backend, Endpoint
     from chaos.backends.beanstalkd.control import BeanstalkdQueueControl
     from chaos.backends.postgres.control import TableQueueControl
+    from chaos.backends.postgres.observer import TriggerObserver
     from chaos.backends.rabbitmq.control import RabbitMQQueueControl
     from chaos.backends.redis.control import RedisQueueControl
     from chaos.check.checker import check, judge
@@ -68,5 +70,5 @@ if TYPE_CHECKING:
     from chaos.ledger import Ledger, read_events
     from chaos.runtime.run import Run, RunOptions, RunResult, run_scenario
     from chaos.scenario import Context, Gate, HeldProbe, Scenario
-    from chaos.target import Control, Job, JobState, Target
+    from chaos.target import Control, Job, JobState, Observer, QueueRecord, Target
     from chaos.worker import probe

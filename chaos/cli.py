@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--deadline", type=_seconds, default=None, metavar="SECONDS",
                      help="end the run as a harness error past this many seconds (default: the scenario's "
                           "DEADLINE_S, else 60 + 30 x the contract's recovery_bound_s)")
+    run.add_argument("--no-observer", dest="observe", action="store_false",
+                     help="judge from the workers' probes alone, without the target's observer of the queue's record")
     run.add_argument("-c", "--contract", action="append", default=[], metavar="KEY=VALUE",
                      help="judge against a contract key other than target.toml's, e.g. -c watchdog=true "
                           "(a TOML value; repeatable)")
@@ -139,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     scenario = find_scenario(args.scenario)
     options = RunOptions(args.seed, args.runs_dir, _provider(args), args.backend_url, args.sink_mode,
                          _overrides(args.param), args.deadline, _overrides(args.contract, "-c", "watchdog=true"),
-                         _overrides(args.scenario_param, "-s", "mode=blackhole"))
+                         _overrides(args.scenario_param, "-s", "mode=blackhole"), args.observe)
     result = run_scenario(target, scenario, options)
     _say(summary(result.verdict, result.dir))
     if result.verdict.error:

@@ -48,6 +48,7 @@ ENV_RUNS_DIR = "CHAOS_RUNS_DIR"
 
 CONTROLLER, SINK, NEMESIS, SUPERVISOR, BACKEND = "controller", "sink", "nemesis", "supervisor", "backend"
 NETWORK = "network"  # the per-worker proxies (Toxiproxy)
+OBSERVER = "observer"  # a target's observer: the queue's own record of who claimed and completed a job
 # BACKEND is also the target the nemesis names for faults of the backend server.
 
 # -- event kinds -------------------------------------------------------------------------------------
@@ -69,12 +70,18 @@ BACKEND_PREPARE = "backend.prepare"  # what a local server is about to create, j
 # The per-worker proxies: which Toxiproxy serves them, and what the embedded one saw a partition do
 NETWORK_START, NETWORK_CUT, NETWORK_HELD = "network.start", "network.cut", "network.held"
 NETWORK_PROXY = "network.proxy"  # a proxy the run is about to create, journaled before it is
+# The queue's own record, as a target's observer reads it (its order, its clock, the actor it names):
+# a claim it committed, a completion it accepted, a job it took back (a release or a revocation), a
+# job it recorded failed or dead.
+QUEUE_PREFIX = "queue."
+QUEUE_CLAIM, QUEUE_COMPLETE, QUEUE_RELEASE, QUEUE_FAIL = "queue.claim", "queue.complete", "queue.release", "queue.fail"
+QUEUE_KINDS = (QUEUE_CLAIM, QUEUE_COMPLETE, QUEUE_RELEASE, QUEUE_FAIL)
 KINDS = frozenset({
     RUN_START, RUN_END, ENQUEUE, SNAPSHOT, SNAPSHOT_TAKEN, DRAINED, DRAIN_TIMEOUT, PROBE_CLAIM, PROBE_EFFECT,
     PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
     GATE_RELEASED, FAULT, FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, CONTAINMENT, BACKEND_START,
     BACKEND_RESTART, BACKEND_EXIT, NETWORK_START, NETWORK_CUT, NETWORK_HELD,
-    BACKEND_PREPARE, NETWORK_PROXY, FAULT_WAIVED,
+    BACKEND_PREPARE, NETWORK_PROXY, FAULT_WAIVED, *QUEUE_KINDS,
 })
 
 
@@ -146,6 +153,12 @@ def drain_timeout(timeout_s: float, error: str, workers_exited: bool = False) ->
 def probe(point: str, job: str, worker: str | None, data: dict[str, Any]) -> Record:
     """A worker's probe as the sink commits it: every field it sent but job and worker, in data."""
     return Record(PROBE_PREFIX + point, SINK, job, worker, data)
+
+
+def queue_record(kind: str, job: str, actor: str | None, data: dict[str, Any]) -> Record:
+    """One entry of the queue's own record; `actor`: the suite's name of the worker it names, `data`: the
+    queue's own fields (its timestamp `at`, its order `order`, the library's worker id `library_id`, token)."""
+    return Record(kind, OBSERVER, job, actor, data)
 
 
 def probe_dropped(point: str, job: str, worker: str | None, fields: dict[str, Any], reason: str) -> Record:

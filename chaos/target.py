@@ -56,6 +56,35 @@ class JobState:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class QueueRecord:
+    """One entry of the queue's own record of ownership: `kind` claim (it committed a claim), complete (it
+    accepted a completion), release (it took the job back: a retry, an expiry, a requeue) or fail (it
+    recorded the job failed or dead); `actor` the worker it names (the name the suite gave it, where the
+    library takes one), `at` the queue's own timestamp (epoch seconds), `order` its own order."""
+
+    kind: str
+    job: str
+    actor: str | None
+    at: float
+    order: int
+    token: str | None = None
+
+
+class Observer(Protocol):
+    """A target's observer: it reads the queue's own record of who claimed and who completed a job, so
+    the checker judges ownership from what the queue committed, not only from what handlers reported.
+    Constructed like the control, with (backend, params, contract)."""
+
+    def install(self) -> None:
+        """Start recording (triggers, an event stream), after the control's setup and before any job."""
+
+    def read(self) -> list[QueueRecord]:
+        """The records made since the last read, in the queue's order."""
+
+    def close(self) -> None: ...
+
+
 class Control(Protocol):
     """What a target's control class provides. It runs in the suite's process, constructed with
     (backend, params, contract): `backend` is the started server (`dsn`, `endpoint`), params the target's
@@ -99,6 +128,7 @@ class Target:
     reconciler: list[str] | None = None
     server: dict[str, Any] = field(default_factory=dict)  # [server]: the settings it gives the backend's server
     shutdown_grace_s: float = DEFAULT_GRACE_S  # how long its processes get after SIGTERM at the end of a run
+    observer: str | None = None  # 'module:Class' of its observer, where it declares one
 
     def with_params(self, overrides: dict[str, str]) -> Target:
         """Apply `-p key=value` overrides: a server setting (checked by the option that declares it, the value
@@ -149,17 +179,28 @@ class Target:
         return [part.format(**values) for part in argv]
 
     def load_control(self, backend: Backend) -> Control:
-        module_name, _, attr = self.control.partition(":")
+        control: Control = self._construct(self.control, "control", backend)
+        return control
+
+    def load_observer(self, backend: Backend) -> Observer | None:
+        if self.observer is None:
+            return None
+        observer: Observer = self._construct(self.observer, "observer", backend)
+        return observer
+
+    def _construct(self, spec: str, what: str, backend: Backend) -> Any:
+        """The class `spec` ('module:Class') names in the target's folder, built with (backend, params, contract)."""
+        module_name, _, attr = spec.partition(":")
         file = self.path / f"{module_name}.py"
         if not file.is_file():
-            raise ConfigError(f"{self.path / 'target.toml'}: control = {self.control!r} names {file}, which "
+            raise ConfigError(f"{self.path / 'target.toml'}: {what} = {spec!r} names {file}, which "
                               "does not exist. Expected 'module:Class' with module.py in the target folder.")
-        module = load_module(file, f"chaos_target_{self.name}_{module_name}", "control module")
-        factory = getattr(module, attr or "Control", None)
+        module = load_module(file, f"chaos_target_{self.name}_{module_name}", f"{what} module")
+        name = attr or what.capitalize()
+        factory = getattr(module, name, None)
         if factory is None:
-            raise ConfigError(f"{file} defines no {attr or 'Control'}; target.toml's control names it.")
-        control: Control = factory(backend, dict(self.params), self.contract)
-        return control
+            raise ConfigError(f"{file} defines no {name}; target.toml's {what} names it.")
+        return factory(backend, dict(self.params), self.contract)
 
 
 def load_target(folder: Path) -> Target:
@@ -202,9 +243,13 @@ def load_target(folder: Path) -> Target:
                           "shut down after SIGTERM at the end of a run).")
     name = check_name(raw.get("name", folder.name), f"target name in {file}",
                       "Set name = \"...\" in target.toml (or rename the folder, whose name is the default).")
+    observer = raw.get("observer")
+    if observer is not None and (not isinstance(observer, str) or not observer.partition(":")[0]):
+        raise ConfigError(f"{file}: observer = {observer!r}; expected 'module:Class' naming the target's observer "
+                          "(module.py in the target folder), or no observer key.")
     return Target(name, folder.resolve(), str(raw.get("description", "")), backend,
                   str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, server,
-                  float(grace))
+                  float(grace), observer)
 
 
 _KIND_EXAMPLES = {"integer": "an integer", "number": "a finite number", "boolean": "true or false",

@@ -157,6 +157,12 @@ class History:
 
     # -- the end -----------------------------------------------------------------------------------
 
+    def queue(self, kind: str, job: str, actor: str | None, order: int, token: str | None = None, *,
+              dt: float = 0.01) -> History:
+        """An entry of the queue's own record, as a target's observer journals it (its own `order`)."""
+        return self.record(events.queue_record(kind, job, actor, {"at": WALL_ORIGIN + self.t, "order": order,
+                                                                   "token": token}), dt=dt)
+
     def snapshot(self, **states: str) -> History:
         """A final snapshot of job states, taken after the recovery bound (as a run that waited takes it)."""
         return self.final_snapshot({job: {"state": state} for job, state in states.items()}, SETTLE_S)

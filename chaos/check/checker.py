@@ -20,6 +20,7 @@ from chaos import events
 from chaos.check.fault_reports import fault_reports, recovery_summary
 from chaos.check.history import JobHistory, RunHistory
 from chaos.check.judgement import judge_job, unsettled_for
+from chaos.check.queue_record import DISAGREE, STALE, evidence, judge_record
 from chaos.check.scan import scan
 from chaos.check.verdict import OUTCOMES, FaultReport, Verdict, Violation
 from chaos.contract import Contract
@@ -66,6 +67,9 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         outcomes[job] = outcome
         violations += found
         anomalies += allowed
+    source = evidence(ledger)
+    if source["completions"] == "queue":
+        violations, anomalies = _from_the_queues_record(ledger, contract, violations, anomalies)
     faults = fault_reports(run)
     verdict, notes = _verdict(run, violations, faults, outcomes, contract)
     error = _harness_error(run)
@@ -75,7 +79,22 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
     return Verdict(verdict, str(start.get("target", "?")), str(start.get("scenario", "?")), start.get("seed"),
                    contract.to_dict(), _counts(run, outcomes), outcomes, faults, violations, recovery_summary(run),
                    str(start.get("command", "")), notes, error or None, anomalies,
-                   [_exit(e) for e in run.unexpected_exits], run.network, [_refused(e) for e in run.refusals])
+                   [_exit(e) for e in run.unexpected_exits], run.network, [_refused(e) for e in run.refusals],
+                   source)
+
+
+def _from_the_queues_record(ledger: Sequence[Event], contract: Contract, violations: list[Violation],
+                            anomalies: list[dict[str, Any]]) -> tuple[list[Violation], list[dict[str, Any]]]:
+    """Stale completions as the queue's record shows them replace the probes' reading of them; a stale
+    ack the probes show but the record does not is a disagreement, reported."""
+    from_record, record_anomalies = judge_record(ledger, contract)
+    flagged = {v.job for v in from_record} | {a["job"] for a in record_anomalies if a["kind"] == STALE}
+    for kept in (v for v in violations if v.kind == STALE and v.job not in flagged):
+        record_anomalies.append({"kind": DISAGREE, "job": kept.job, "exposure_s": 0.0, "source": "queue",
+                                 "message": f"the probes show a stale ack of {kept.job} accepted ({kept.message}), "
+                                            "but the queue's record shows no completion from a stale owner"})
+    return ([v for v in violations if v.kind != STALE] + from_record,
+            [a for a in anomalies if a["kind"] != STALE] + record_anomalies)
 
 
 def _unsettled(history: JobHistory, contract: Contract) -> str:

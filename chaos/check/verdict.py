@@ -57,6 +57,9 @@ class Verdict:
     # Requests the sink refused (the first of each kind): {from: worker | stranger, status, error, path, seq}.
     # A worker's refused probe makes the run an error; a stranger's (no valid run token) is only reported.
     refused: list[dict[str, Any]] = field(default_factory=list)
+    # Which source judged claims and completions: "queue" (a target observer's record of the queue's own
+    # commits) or "probes" (the workers' reports alone).
+    evidence: dict[str, str] = field(default_factory=lambda: {"claims": "probes", "completions": "probes"})
 
     @property
     def exit_code(self) -> int:

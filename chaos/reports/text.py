@@ -111,6 +111,9 @@ def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
         rec = verdict.recovery
         lines.append(f"recovery: min {rec['min_s']}s, median {rec['median_s']}s, max {rec['max_s']}s "
                      f"(bound {verdict.contract.get('recovery_bound_s')}s)")
+    if verdict.evidence.get("completions") == "queue":
+        lines.append("evidence: claims and completions as the queue's own record shows them (the target's observer), "
+                     "beside the workers' probes")
     for anomaly in verdict.anomalies:
         lines.append(f"anomaly {anomaly['kind']} {anomaly.get('job') or ''}: {anomaly['message']}")
     for note in verdict.notes:

@@ -42,6 +42,7 @@ from chaos.runtime.deadline import deadline, default_deadline_s
 from chaos.runtime.environment import Environment
 from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import Nemesis
+from chaos.runtime.recorder import Recorder
 from chaos.runtime.sink import Sink
 from chaos.runtime.supervisor import Supervisor
 from chaos.runtime.world import RunWorld
@@ -64,6 +65,7 @@ class RunOptions:
     deadline_s: float | None = None  # else the scenario's DEADLINE_S, else one derived from the contract
     contract: dict[str, str] = field(default_factory=dict)  # `-c key=value`: contract keys to judge against instead
     scenario_params: dict[str, str] = field(default_factory=dict)  # `-s key=value`: the scenario's PARAMS
+    observe: bool = True  # read the queue's own record through the target's observer, where it declares one
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ def reproduce_command(target: Target, scenario: Scenario, seed: int, options: Ru
         argv += ["--sink-mode", options.sink_mode]
     if options.deadline_s is not None:
         argv += ["--deadline", f"{options.deadline_s:g}"]
+    if not options.observe:
+        argv += ["--no-observer"]
     return shlex.join(argv)
 
 
@@ -195,6 +199,7 @@ class Run:
             target=self.target.name, scenario=self.scenario.name, seed=self.seed, params=self.target.params,
             contract=self.target.contract.to_dict(), backend=self.options.backend, command=self.command,
             server=self.target.server_settings(self.provider.options),
+            observer=self.target.observer if self.options.observe else None,  # the queue's record: evidence too
             pid=os.getpid(), pid_create_time=psutil.Process().create_time(), host=socket.gethostname(),
             backend_kind=self.target.backend,
             cleaned=self.cleaned,  # what killed runs in the same runs dir had left, removed before this one
@@ -217,6 +222,7 @@ class Run:
                 control = self.target.load_control(environment.backend)
                 stack.callback(control.close)
                 control.setup()
+                recorder = self._recorder(environment, stack)
                 sink = stack.enter_context(Sink(self.ledger, self.options.sink_mode))
                 supervisor = Supervisor(self.ledger, self.dir / "logs", self.target.shutdown_grace_s)
                 supervisor.grace_ends_by = ends_by
@@ -249,6 +255,9 @@ class Run:
                 activity[0] = "stopping the workers"
                 supervisor.close()
                 activity[0] = "taking the final snapshot"
+                if recorder is not None:
+                    recorder.stop()
+                    _settled(recorder.flush, SNAPSHOT_RETRY_S)  # the queue's record up to the end, then its state
                 self._snapshot(control)
         except ConfigError as exc:  # the user's mistake, found mid-run: exit 2, as before the run
             self.ledger.append(events.run_end("error", str(exc)))
@@ -267,6 +276,17 @@ class Run:
         verdict = judge(ledger)
         write_reports(self.dir, verdict, ledger)
         return verdict
+
+    def _recorder(self, environment: Environment, stack: ExitStack) -> Recorder | None:
+        """The target's observer, installed before any job, its record journaled while the run goes on."""
+        observer = self.target.load_observer(environment.backend) if self.options.observe else None
+        if observer is None:
+            return None
+        stack.callback(observer.close)
+        observer.install()
+        recorder = Recorder(observer, self.ledger).start()
+        stack.callback(recorder.stop)
+        return recorder
 
     def _past_deadline(self, doing: str) -> str:
         return (f"The run passed its deadline of {self.deadline_s:g}s while {doing}, and was still running "

@@ -60,3 +60,26 @@ def test_a_fenced_sink_refuses_the_stale_owners_effect(tmp_path: Path) -> None:
     for effect in refused:
         newer = [e for e in effects if e["key"] == effect["key"] and e["accepted"]]
         assert newer and all(e["fence"] > effect["fence"] for e in newer), effects
+
+
+def test_pg_lease_is_judged_from_the_queues_own_record_and_from_probes_alike(tmp_path: Path) -> None:
+    """Its observer's trigger journals what the jobs table committed: an unconditional ack from the stopped
+    owner is a completion the queue accepted after another worker's claim; without the observer the probes
+    say the same. A correct run's two sources agree."""
+    stale = ["--scenario", "stop_past_deadline", "--seed", "1", "-p", "ack=unconditional", "-p", "watchdog=off"]
+    by_queue = chaos("run", "--target", "pg_lease", *stale, "--runs-dir", str(tmp_path / "queue"))
+    by_probes = chaos("run", "--target", "pg_lease", *stale, "--no-observer", "--runs-dir", str(tmp_path / "probes"))
+    for result, source in ((by_queue, "queue"), (by_probes, "probes")):
+        assert result.code == 1, result.stdout + result.stderr
+        assert result.verdict["evidence"] == {"claims": source, "completions": source}
+        assert [v["kind"] for v in result.verdict["violations"]] == ["stale_ack_accepted"]
+    assert "queue's own record" in by_queue.verdict["violations"][0]["message"]
+    assert "--no-observer" in by_probes.verdict["reproduce"]
+    with closing(sqlite3.connect(by_queue.dir / "ledger.sqlite")) as db:
+        kinds = {kind for (kind,) in db.execute("SELECT kind FROM events WHERE kind LIKE 'queue.%'")}
+    assert kinds == {"queue.claim", "queue.complete"}, kinds
+    correct = chaos("run", "--target", "pg_lease", "--scenario", "kill_after_effect_before_ack", "--seed", "1",
+                    "--runs-dir", str(tmp_path / "correct"))
+    assert correct.code == 0 and correct.verdict["evidence"]["completions"] == "queue"
+    disagree = [a for a in correct.verdict["anomalies"] if a["kind"] == "sources_disagree"]
+    assert not disagree, disagree

@@ -1,0 +1,83 @@
+"""The queue's own record on PostgreSQL: a trigger on the library's job table writes every ownership change
+(claim, completion, release, failure) into a record table, with the transaction's actor (its session's
+application_name: the worker's name, which chaos.worker.postgres connections carry) and the server's
+clock; the observer reads it back in order.
+
+For one job, the record's order is its commit order: the row lock makes a second transaction that
+changes the row wait for the first to commit before its trigger runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from chaos.backends.postgres.base import PostgresBackend
+from chaos.contract import Contract
+from chaos.target import QueueRecord
+
+RECORD_DDL = """
+CREATE TABLE chaos_queue_record (
+    seq   bigserial PRIMARY KEY,
+    at    double precision NOT NULL DEFAULT extract(epoch FROM clock_timestamp()),
+    job   text NOT NULL,
+    kind  text NOT NULL,
+    actor text,
+    token text
+);
+CREATE FUNCTION chaos_queue_record() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    change text := ({kind});
+BEGIN
+    IF change IS NOT NULL THEN
+        INSERT INTO chaos_queue_record (job, kind, actor, token)
+        VALUES (NEW.{id}, change, nullif(current_setting('application_name'), ''), ({token})::text);
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER chaos_queue_record AFTER UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION chaos_queue_record();
+"""
+READ = "SELECT seq, at, job, kind, actor, token FROM chaos_queue_record WHERE seq > %s ORDER BY seq"
+
+
+class TriggerObserver:
+    """Subclass it with the job table's TABLE and ID column, and KIND: a SQL expression over OLD and NEW
+    naming the change an UPDATE made ('claim', 'complete', 'release', 'fail', or NULL for none), and TOKEN:
+    the claim token the change concerns (NULL where the table keeps none)."""
+
+    TABLE = "jobs"
+    ID = "id"
+    KIND = "NULL"
+    TOKEN = "NULL"
+
+    def __init__(self, backend: PostgresBackend, params: dict[str, Any], contract: Contract) -> None:
+        self.dsn = backend.dsn
+        self._conn: psycopg.Connection[Any] | None = None
+        self._last = 0
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        """One autocommit connection, reopened after the backend restarted under it."""
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5,
+                                         application_name="chaos-observer")
+        return self._conn
+
+    def install(self) -> None:
+        ddl = RECORD_DDL.replace("{kind}", self.KIND).replace("{token}", self.TOKEN).replace("{id}", self.ID)
+        self._connection().execute(ddl.replace("{table}", self.TABLE).encode())
+
+    def read(self) -> list[QueueRecord]:
+        try:
+            rows = self._connection().execute(READ, (self._last,)).fetchall()
+        except psycopg.OperationalError:
+            if self._conn is not None:
+                self._conn.close()
+            raise
+        if rows:
+            self._last = rows[-1][0]
+        return [QueueRecord(kind, job, actor, at, seq, token) for seq, at, job, kind, actor, token in rows]
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()

@@ -1,0 +1,108 @@
+"""Judging from the queue's own record (a target observer's `queue.*` events), beside the workers' probes.
+
+Where a run holds such a record, who completed a job is what the queue committed, not what a handler
+said: a completion the queue accepted from a worker that no longer owned the job, by the queue's own
+order of claims, releases and completions, is `stale_ack_accepted` whatever that worker reported. The
+record is read in the queue's order (`order`), never the ledger's: the observer journals it a moment
+after the fact. Where the two sources disagree on a completion, or a worker reported a claim the queue
+never made, the report says so (`sources_disagree`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from chaos import events
+from chaos.check.verdict import Violation
+from chaos.contract import Contract
+from chaos.events import Event
+
+STALE = "stale_ack_accepted"
+DISAGREE = "sources_disagree"
+
+
+def evidence(ledger: Sequence[Event]) -> dict[str, str]:
+    """Which source judged claims and completions: the queue's record where the run has one."""
+    source = "queue" if any(e.kind.startswith(events.QUEUE_PREFIX) for e in ledger) else "probes"
+    return {"claims": source, "completions": source}
+
+
+def judge_record(ledger: Sequence[Event], contract: Contract) -> tuple[list[Violation], list[dict[str, Any]]]:
+    """Stale completions the queue accepted (violations, or anomalies where stale_ack = accepted), and the
+    disagreements between the queue's record and the probes (anomalies)."""
+    records: dict[str, list[Event]] = defaultdict(list)
+    probes: dict[str, list[Event]] = defaultdict(list)
+    origin = ledger[0].mono if ledger else 0.0
+    for event in ledger:
+        if event.job is None:
+            continue
+        if event.kind.startswith(events.QUEUE_PREFIX):
+            records[event.job].append(event)
+        elif event.kind in (events.PROBE_CLAIM, events.PROBE_ACK):
+            probes[event.job].append(event)
+    violations: list[Violation] = []
+    anomalies: list[dict[str, Any]] = []
+    for job in sorted(records):
+        history = sorted(records[job], key=lambda e: e.data.get("order", 0))
+        witness = _witness(history, probes[job], origin)
+        for completion, owner in _stale_completions(history):
+            by = f"after {owner} claimed it" if owner else "after the queue had taken it back"
+            message = (f"the queue's own record shows a completion of {job} by {completion.worker} accepted {by}: "
+                       f"two owners' word on one job, and the queue took the stale one's (judged from the queue's "
+                       f"record, order {completion.data.get('order')})")
+            detail = {"source": "queue", "actor": completion.worker, "owner": owner}
+            if contract.stale_ack == "accepted":
+                anomalies.append({"kind": STALE, "job": job, "exposure_s": 0.0, "source": "queue",
+                                  "message": message + "; allowed: stale_ack = accepted"})
+            else:
+                violations.append(Violation(STALE, job, f"{message}; the contract says stale_ack = "
+                                            f"{contract.stale_ack}", witness, detail))
+        anomalies += _disagreements(job, history, probes[job])
+    return violations, anomalies
+
+
+def _stale_completions(history: list[Event]) -> list[tuple[Event, str | None]]:
+    """Each accepted completion by an actor other than the job's owner at that point of the queue's order
+    (the actor of its latest claim, none once the queue released or failed it), with that owner."""
+    owner: str | None = None
+    completed_by: str | None = None
+    stale: list[tuple[Event, str | None]] = []
+    for record in history:
+        if record.kind == events.QUEUE_CLAIM:
+            owner, completed_by = record.worker, None
+        elif record.kind in (events.QUEUE_RELEASE, events.QUEUE_FAIL):
+            owner = None
+        elif record.kind == events.QUEUE_COMPLETE and record.worker is not None:
+            if record.worker != owner and record.worker != completed_by:
+                stale.append((record, owner))
+            elif record.worker == owner:
+                completed_by = owner
+    return stale
+
+
+def _disagreements(job: str, history: list[Event], probes: list[Event]) -> list[dict[str, Any]]:
+    """A worker's accepted ack the queue never recorded, a completion the queue accepted that its worker
+    reported refused or never reported, a claim a worker reported that the queue never made."""
+    found: list[str] = []
+    claimed = {r.worker for r in history if r.kind == events.QUEUE_CLAIM}
+    completed = {r.worker for r in history if r.kind == events.QUEUE_COMPLETE}
+    reported = {p.worker for p in probes if p.kind == events.PROBE_ACK and p.data.get("ok") is not False}
+    for probe in probes:
+        if probe.kind == events.PROBE_CLAIM and probe.worker not in claimed:
+            found.append(f"{probe.worker} reported a claim of {job} (token {probe.data.get('token')!r}) that the "
+                         "queue's record does not show")
+        elif probe.kind == events.PROBE_ACK and probe.data.get("ok") is True and probe.worker not in completed:
+            found.append(f"{probe.worker} reported its ack of {job} accepted, but the queue's record shows no "
+                         f"completion by {probe.worker}")
+    for worker in sorted(w for w in completed - reported if w is not None):
+        found.append(f"the queue's record shows a completion of {job} by {worker}, which {worker} never reported "
+                     "as accepted")
+    return [{"kind": DISAGREE, "job": job, "exposure_s": 0.0, "source": "queue", "message": line} for line in found]
+
+
+def _witness(history: list[Event], probes: list[Event], origin: float) -> list[dict[str, Any]]:
+    """The queue's record in its own order, then the workers' claims and acks of the job."""
+    return [{"seq": e.seq, "t": round(e.mono - origin, 4), "kind": e.kind, "job": e.job, "worker": e.worker,
+             "data": e.data} for e in [*history, *probes]]

@@ -1,0 +1,88 @@
+"""Judging from the queue's own record: a completion the queue accepted from a worker that no longer owned
+the job (by the queue's order) is stale_ack_accepted whatever the worker said; the order is the queue's,
+not the ledger's; the two sources' disagreements are reported; without a record, the probes judge."""
+
+from __future__ import annotations
+
+from chaos import events
+from chaos.check.checker import check
+from chaos.contract import Contract
+from tests.history import History
+
+LEASE = Contract(recovery_bound_s=2.0, lease_s=1.0, stale_ack="rejected", overlap="after-lease-loss")
+CLAIM, COMPLETE, RELEASE = events.QUEUE_CLAIM, events.QUEUE_COMPLETE, events.QUEUE_RELEASE
+
+
+def stale_run(w1_says: bool | None) -> History:
+    """w1 claims, w2 reclaims after w1's lease, both complete; w1 reports its ack as `w1_says`."""
+    h = History(LEASE).enqueue("j1")
+    h.claim("j1", "w1", "t1").queue(CLAIM, "j1", "w1", 1, "t1").effect("j1", "w1", "t1")
+    h.claim("j1", "w2", "t2", dt=1.5).queue(CLAIM, "j1", "w2", 2, "t2").effect("j1", "w2", "t2")
+    h.ack("j1", "w2", "t2").queue(COMPLETE, "j1", "w2", 3, "t2")
+    h.ack("j1", "w1", "t1", ok=w1_says).queue(COMPLETE, "j1", "w1", 4, "t2")
+    return h.snapshot(j1="done")
+
+
+def test_a_stale_completion_the_queue_accepted_fails_whatever_the_worker_said() -> None:
+    for said in (True, False, None):
+        verdict = check(stale_run(said).events)
+        assert verdict.evidence == {"claims": "queue", "completions": "queue"}
+        stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
+        assert len(stale) == 1 and "queue's own record" in stale[0].message, (said, verdict.violations)
+        assert stale[0].detail == {"source": "queue", "actor": "w1", "owner": "w2"}
+        disagree = [a for a in verdict.anomalies
+                    if a["kind"] == "sources_disagree" and "never reported" in a["message"]]
+        assert bool(disagree) == (said is False), "refused by the worker, accepted by the queue: reported"
+
+
+def test_near_miss_the_owners_own_completion_and_a_repeat_by_it_are_fine() -> None:
+    h = History(LEASE).enqueue("j1")
+    h.claim("j1", "w1", "t1").queue(CLAIM, "j1", "w1", 1, "t1").effect("j1", "w1", "t1")
+    h.ack("j1", "w1", "t1").queue(COMPLETE, "j1", "w1", 2, "t1").queue(COMPLETE, "j1", "w1", 3, "t1")
+    verdict = check(h.snapshot(j1="done").events)
+    assert verdict.verdict == "pass", verdict.violations
+    assert verdict.anomalies == []
+
+
+def test_the_queues_order_not_the_ledgers_decides_who_owned_the_job() -> None:
+    """The observer journals a moment late: w2's claim is in the ledger after w1's completion, but the
+    queue committed w1's completion first (order 2), so it was w1's own."""
+    h = History(LEASE).enqueue("j1")
+    h.claim("j1", "w1", "t1").effect("j1", "w1", "t1").ack("j1", "w1", "t1")
+    h.queue(CLAIM, "j1", "w1", 1, "t1").queue(CLAIM, "j1", "w2", 3, "t2").queue(COMPLETE, "j1", "w1", 2, "t1")
+    h.claim("j1", "w2", "t2", dt=1.5)
+    verdict = check(h.snapshot(j1="done").events)
+    assert not [v for v in verdict.violations if v.kind == "stale_ack_accepted"], verdict.violations
+
+
+def test_a_completion_after_the_queue_released_the_job_is_stale() -> None:
+    h = History(LEASE).enqueue("j1")
+    h.claim("j1", "w1", "t1").queue(CLAIM, "j1", "w1", 1, "t1").queue(RELEASE, "j1", None, 2, "t1")
+    h.ack("j1", "w1", "t1").queue(COMPLETE, "j1", "w1", 3, "t1")
+    verdict = check(h.snapshot(j1="done").events)
+    stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
+    assert stale and "after the queue had taken it back" in stale[0].message
+
+
+def test_stale_ack_accepted_by_contract_is_an_anomaly_from_the_record() -> None:
+    contract = Contract(recovery_bound_s=2.0, lease_s=1.0, stale_ack="accepted", overlap="after-lease-loss")
+    h = stale_run(True)
+    h.events[0] = h.events[0]._replace(data=dict(h.events[0].data, contract=contract.to_dict()))
+    verdict = check(h.events)
+    assert not [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
+    assert [a for a in verdict.anomalies if a["kind"] == "stale_ack_accepted" and a["source"] == "queue"]
+
+
+def test_a_reported_claim_the_queue_never_made_and_an_unrecorded_accepted_ack_disagree() -> None:
+    h = History(LEASE).enqueue("j1")
+    h.claim("j1", "w1", "t1").effect("j1", "w1", "t1").ack("j1", "w1", "t1").queue(CLAIM, "j1", "w9", 1, "t0")
+    verdict = check(h.snapshot(j1="done").events)
+    messages = [a["message"] for a in verdict.anomalies if a["kind"] == "sources_disagree"]
+    assert any("reported a claim" in m for m in messages) and any("shows no completion by w1" in m for m in messages)
+
+
+def test_without_a_record_the_probes_judge() -> None:
+    h = History(LEASE).enqueue("j1")
+    h.claim("j1", "w1", "t1").effect("j1", "w1", "t1").ack("j1", "w1", "t1")
+    verdict = check(h.snapshot(j1="done").events)
+    assert verdict.evidence == {"claims": "probes", "completions": "probes"} and verdict.verdict == "pass"
