@@ -90,7 +90,8 @@ def _run_settings(parser: argparse.ArgumentParser) -> None:
                         help="the backend's provider; local: a private server on a free port (the default); "
                              "external: your server, at --backend-url (which selects it)")
     parser.add_argument("--backend-url", default=None,
-                        help=f"URL for --backend external (or {events.ENV_POSTGRES_URL} for PostgreSQL)")
+                        help="URL for --backend external (else the kind's variable: CHAOS_POSTGRES_URL, "
+                             "CHAOS_REDIS_URL, ...)")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                         help="set a [params] parameter or a [server] setting of target.toml (repeatable)")
 

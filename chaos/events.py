@@ -26,18 +26,13 @@ ENV_WORKER_ID = "CHAOS_WORKER_ID"
 ENV_TARGET_PARAMS = "CHAOS_TARGET_PARAMS"
 ENV_CONTRACT = "CHAOS_CONTRACT"
 ENV_POSTGRES_DSN = "CHAOS_POSTGRES_DSN"  # what TableQueueControl hands a PostgreSQL worker
-ENV_POSTGRES_URL = "CHAOS_POSTGRES_URL"  # the external PostgreSQL provider's server
 ENV_POSTGRES_BIN = "CHAOS_POSTGRES_BIN"  # the local provider's binaries
 ENV_POSTGRES_TEMPLATE_DIR = "CHAOS_POSTGRES_TEMPLATE_DIR"  # where the local provider keeps its initdb template
 # What a worker of the other backend kinds gets: its endpoint's URL (a proxy when the network is faulted)
 # and the run's namespace on that server (a Redis key prefix, a beanstalkd tube).
 ENV_BACKEND_URL = "CHAOS_BACKEND_URL"
 ENV_NAMESPACE = "CHAOS_NAMESPACE"
-# The external providers' servers (a fresh namespace per run on each).
-ENV_REDIS_URL = "CHAOS_REDIS_URL"
-ENV_BEANSTALKD_URL = "CHAOS_BEANSTALKD_URL"
-ENV_RABBITMQ_URL = "CHAOS_RABBITMQ_URL"
-ENV_RABBITMQ_API_URL = "CHAOS_RABBITMQ_API_URL"  # its management API, which creates the run's vhost
+# Each kind's external provider names its own URL variable (ENV_URL in the kind's package).
 ENV_SERVER_MARKER = "CHAOS_SERVER_ID"  # in the environment of every process of a local server (not PostgreSQL)
 ENV_RUN_MARKER = "CHAOS_RUN_MARKER"  # in the environment of every worker and reconciler, inherited by their descendants
 ENV_TARGETS_PATH = "CHAOS_TARGETS_PATH"

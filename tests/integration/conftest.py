@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos import events
+from chaos.backends import rabbitmq as rabbitmq_kind
 from chaos.backends.base import BackendSettings
 from chaos.backends.rabbitmq.local import LocalRabbitMQ
 
@@ -19,7 +19,7 @@ def shared_rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
     root: Path = tmp_path_factory.mktemp("shared-rabbitmq")
     node = LocalRabbitMQ.open(BackendSettings(root, "shared", options={"management": "on"}))
     try:
-        yield {events.ENV_RABBITMQ_URL: node.endpoint.url.rpartition("/")[0] + "/",
-               events.ENV_RABBITMQ_API_URL: str(node.api_url)}
+        yield {rabbitmq_kind.ENV_URL: node.endpoint.url.rpartition("/")[0] + "/",
+               rabbitmq_kind.ENV_API_URL: str(node.api_url)}
     finally:
         node.close()

@@ -14,7 +14,9 @@ import pika.exceptions
 import pytest
 import redis
 
-from chaos import RabbitMQQueueControl, events
+from chaos import RabbitMQQueueControl
+from chaos.backends import rabbitmq as rabbitmq_kind
+from chaos.backends import redis as redis_kind
 from chaos.backends.base import BackendSettings
 from chaos.backends.beanstalkd.external import ExternalBeanstalkd
 from chaos.backends.beanstalkd.local import LocalBeanstalkd
@@ -159,9 +161,9 @@ def test_an_external_beanstalkd_run_empties_its_tube(tmp_path: Path) -> None:
 
 def test_an_external_rabbitmq_run_gets_its_own_vhost(shared_rabbitmq: dict[str, str],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(events.ENV_RABBITMQ_API_URL, shared_rabbitmq[events.ENV_RABBITMQ_API_URL])
+    monkeypatch.setenv(rabbitmq_kind.ENV_API_URL, shared_rabbitmq[rabbitmq_kind.ENV_API_URL])
     external = ExternalRabbitMQ.open(BackendSettings(Path("/nonexistent"), "run-2",
-                                                     shared_rabbitmq[events.ENV_RABBITMQ_URL]))
+                                                     shared_rabbitmq[rabbitmq_kind.ENV_URL]))
     assert external.endpoint.url.endswith("/chaos-run-2")
     pika.BlockingConnection(pika.URLParameters(external.endpoint.url)).close()
     external.close()
@@ -180,26 +182,26 @@ def test_a_missing_server_binary_names_its_package(tmp_path: Path, target: str, 
 
 
 def test_an_external_provider_without_a_url_says_which_variable(tmp_path: Path) -> None:
-    assert events.ENV_REDIS_URL not in os.environ
+    assert redis_kind.ENV_URL not in os.environ
     result = chaos("run", "--target", "redis_reliable", "--scenario", "no_faults", "--backend", "external",
                    "--runs-dir", str(tmp_path))
-    assert result.code == 2 and events.ENV_REDIS_URL in result.stderr, result.stderr
+    assert result.code == 2 and redis_kind.ENV_URL in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("url", ["redis://[::1/0", "redis://127.0.0.1:port/0", "http://127.0.0.1:6379/0",
                                  "redis:///0"])
 def test_a_malformed_external_url_is_a_config_error_that_names_the_variable(url: str) -> None:
-    with pytest.raises(ConfigError, match=f"Expected a Redis URL like .*{events.ENV_REDIS_URL}"):
+    with pytest.raises(ConfigError, match=f"Expected a Redis URL like .*{redis_kind.ENV_URL}"):
         ExternalRedis(url, "run")
 
 
 def test_a_rabbitmq_snapshot_reads_a_queue_the_broker_lost_as_empty(shared_rabbitmq: dict[str, str],
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A broker killed soon after the queues were declared may come back without one (seen: the dead queue)."""
-    monkeypatch.setenv(events.ENV_RABBITMQ_API_URL, shared_rabbitmq[events.ENV_RABBITMQ_API_URL])
+    monkeypatch.setenv(rabbitmq_kind.ENV_API_URL, shared_rabbitmq[rabbitmq_kind.ENV_API_URL])
     external = ExternalRabbitMQ.open(BackendSettings(Path("/nonexistent"), "lost-queue",
-                                                     shared_rabbitmq[events.ENV_RABBITMQ_URL]))
+                                                     shared_rabbitmq[rabbitmq_kind.ENV_URL]))
     control = RabbitMQQueueControl(external, {}, Contract(recovery_bound_s=1.0))
     try:
         control.setup()

@@ -11,6 +11,8 @@ from chaos.backends.registry import Provider
 BINLOG = ServerOption("binlog", "off", "the local server's binlog (-b in the run dir): off, a restart loses every job",
                       choices=("on", "off"))
 
+ENV_URL = "CHAOS_BEANSTALKD_URL"  # the external provider's server, when --backend-url is not given
+
 PROVIDERS = {
     "local": Provider("beanstalkd", "local", "chaos.backends.beanstalkd.local:LocalBeanstalkd", (BINLOG,)),
     "external": Provider("beanstalkd", "external", "chaos.backends.beanstalkd.external:ExternalBeanstalkd"),

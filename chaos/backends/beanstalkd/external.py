@@ -7,16 +7,16 @@ from typing import ClassVar
 
 import greenstalk
 
+from chaos.backends.beanstalkd import ENV_URL
 from chaos.backends.external import ExternalServer
 from chaos.errors import ConfigError, HarnessError
-from chaos.events import ENV_BEANSTALKD_URL
 from chaos.worker.beanstalkd import TRANSIENT, connect, tube_for
 
 
 class ExternalBeanstalkd(ExternalServer):
     kind: ClassVar[str] = "beanstalkd"
     name: ClassVar[str] = "beanstalkd"
-    env_url: ClassVar[str] = ENV_BEANSTALKD_URL
+    env_url: ClassVar[str] = ENV_URL
     example_url: ClassVar[str] = "beanstalk://127.0.0.1:11300"
     schemes: ClassVar[tuple[str, ...]] = ("beanstalk", "beanstalkd")
 
@@ -28,7 +28,7 @@ class ExternalBeanstalkd(ExternalServer):
             connect(self.url, self.namespace).close()
         except TRANSIENT as exc:
             raise ConfigError(f"Expected a reachable beanstalkd at {self.url} (from --backend-url or "
-                              f"{ENV_BEANSTALKD_URL}), but got: {exc!r}. Check the address, or drop --backend "
+                              f"{ENV_URL}), but got: {exc!r}. Check the address, or drop --backend "
                               "external to let the suite start its own server.") from exc
 
     def drop_namespace(self) -> None:

@@ -7,6 +7,8 @@ Importing this package is cheap: a provider's server code is imported when a run
 
 from chaos.backends.registry import Provider
 
+ENV_URL = "CHAOS_POSTGRES_URL"  # the external provider's server, when --backend-url is not given
+
 PROVIDERS = {
     # local: a private server on a free port, in the run dir (the default)
     "local": Provider("postgres", "local", "chaos.backends.postgres.local:LocalPostgres"),

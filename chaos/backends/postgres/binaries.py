@@ -9,8 +9,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from chaos.backends.postgres import ENV_URL
 from chaos.errors import ConfigError
-from chaos.events import ENV_POSTGRES_BIN, ENV_POSTGRES_URL
+from chaos.events import ENV_POSTGRES_BIN
 
 # Where Debian/Ubuntu install server binaries that are not on PATH; a constant so tests can patch it.
 PG_LIB_ROOT = Path("/usr/lib/postgresql")
@@ -41,7 +42,7 @@ def _server_version(postgres: Path) -> str:
         raise ConfigError(
             f"Expected {postgres} to be a runnable PostgreSQL server binary, but running it failed: {exc}. "
             "Reinstall the PostgreSQL server package, or use --backend external --backend-url DSN "
-            f"(or set {ENV_POSTGRES_URL})."
+            f"(or set {ENV_URL})."
         ) from exc
     match = re.search(r"\(PostgreSQL\)\s+(\d+(?:\.\d+)*)", out.stdout)
     if out.returncode != 0 or match is None:
@@ -49,7 +50,7 @@ def _server_version(postgres: Path) -> str:
         raise ConfigError(
             f"Expected '{postgres} --version' to report a PostgreSQL version, but it printed: {found}. "
             "Reinstall the PostgreSQL server package, or use --backend external --backend-url DSN "
-            f"(or set {ENV_POSTGRES_URL})."
+            f"(or set {ENV_URL})."
         )
     return match.group(1)
 
@@ -79,6 +80,6 @@ def find_binaries() -> PgBinaries:
             "The local PostgreSQL backend needs the PostgreSQL server binaries (initdb, postgres), "
             f"but neither PATH nor {PG_LIB_ROOT}/*/bin has both. Install them (e.g. the Debian/Ubuntu "
             "package 'postgresql', or put your installation's bin directory on PATH), or run against "
-            f"an existing server with --backend external --backend-url DSN (or set {ENV_POSTGRES_URL})."
+            f"an existing server with --backend external --backend-url DSN (or set {ENV_URL})."
         )
     return PgBinaries(initdb=pair[0], postgres=pair[1], version=_server_version(pair[1]))

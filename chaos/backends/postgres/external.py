@@ -12,9 +12,9 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from chaos.backends.external import ExternalServer, mask_password
+from chaos.backends.postgres import ENV_URL
 from chaos.backends.postgres.base import PostgresBackend
 from chaos.errors import ConfigError, HarnessError
-from chaos.events import ENV_POSTGRES_URL
 
 
 def schema_name(run_id: str) -> str:
@@ -28,7 +28,7 @@ class ExternalPostgres(PostgresBackend, ExternalServer):
     search_path."""
 
     name: ClassVar[str] = "PostgreSQL"
-    env_url: ClassVar[str] = ENV_POSTGRES_URL
+    env_url: ClassVar[str] = ENV_URL
     example_url: ClassVar[str] = "postgresql://user:pass@host:5432/db"
 
     namespace_for = staticmethod(schema_name)
@@ -45,7 +45,7 @@ class ExternalPostgres(PostgresBackend, ExternalServer):
             raise ConfigError(
                 f"Expected a PostgreSQL URL or conninfo string (e.g. {self.example_url}), but "
                 f"{mask_password(self.url)!r} cannot be parsed: {' '.join(str(exc).split())}. Fix --backend-url "
-                f"or {ENV_POSTGRES_URL}.") from exc
+                f"or {ENV_URL}.") from exc
 
     @classmethod
     def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
@@ -71,7 +71,7 @@ class ExternalPostgres(PostgresBackend, ExternalServer):
                 "CREATE ON DATABASE ... TO ...), or connect as a user that has it.") from exc
         except psycopg.OperationalError as exc:
             raise ConfigError(
-                f"Expected a reachable PostgreSQL server at {masked} (from --backend-url or {ENV_POSTGRES_URL}), "
+                f"Expected a reachable PostgreSQL server at {masked} (from --backend-url or {ENV_URL}), "
                 f"but connecting failed: {' '.join(str(exc).split())}. Check the host, port, user, password and "
                 "database name and that the server accepts TCP connections from here, or drop --backend "
                 "external to let the suite start its own server.") from exc

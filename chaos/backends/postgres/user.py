@@ -10,8 +10,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from chaos.backends.postgres import ENV_URL
 from chaos.errors import ConfigError, HarnessError
-from chaos.events import ENV_POSTGRES_URL
 from chaos.procs import die_with_parent
 
 
@@ -59,7 +59,7 @@ def resolve_run_as() -> RunAs:
         "Running as root, the local PostgreSQL backend must start the server as an unprivileged user "
         "(PostgreSQL refuses to run as root), but neither a 'postgres' nor a 'nobody' user exists on "
         "this machine. Create one (e.g. 'useradd --system postgres'), run the suite as a normal user, "
-        f"or use --backend external --backend-url DSN (or set {ENV_POSTGRES_URL})."
+        f"or use --backend external --backend-url DSN (or set {ENV_URL})."
     )
 
 

@@ -18,6 +18,9 @@ CONSUMER_TIMEOUT_MS = ServerOption(
 MANAGEMENT = ServerOption("management", "off", "the management API, for a node many runs share as external",
                           choices=("on", "off"))
 
+ENV_URL = "CHAOS_RABBITMQ_URL"  # the external provider's broker, when --backend-url is not given
+ENV_API_URL = "CHAOS_RABBITMQ_API_URL"  # its management API, which creates the run's vhost
+
 PROVIDERS = {
     "local": Provider("rabbitmq", "local", "chaos.backends.rabbitmq.local:LocalRabbitMQ",
                       (CONSUMER_TIMEOUT_MS, MANAGEMENT)),

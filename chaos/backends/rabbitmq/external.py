@@ -14,9 +14,9 @@ import urllib.request
 from typing import ClassVar
 
 from chaos.backends.external import ExternalServer, mask_password
+from chaos.backends.rabbitmq import ENV_API_URL, ENV_URL
 from chaos.backends.rabbitmq.local import amqp_url
 from chaos.errors import ConfigError, HarnessError
-from chaos.events import ENV_RABBITMQ_API_URL, ENV_RABBITMQ_URL
 
 API_TIMEOUT_S = 10.0
 
@@ -28,7 +28,7 @@ def vhost_for(run_id: str) -> str:
 class ExternalRabbitMQ(ExternalServer):
     kind: ClassVar[str] = "rabbitmq"
     name: ClassVar[str] = "RabbitMQ"
-    env_url: ClassVar[str] = ENV_RABBITMQ_URL
+    env_url: ClassVar[str] = ENV_URL
     example_url: ClassVar[str] = "amqp://guest:guest@127.0.0.1:5672/"
     schemes: ClassVar[tuple[str, ...]] = ("amqp",)
 
@@ -44,7 +44,7 @@ class ExternalRabbitMQ(ExternalServer):
 
     @property
     def api_url(self) -> str:
-        return os.environ.get(ENV_RABBITMQ_API_URL) or f"http://{self.parts.hostname}:15672/"
+        return os.environ.get(ENV_API_URL) or f"http://{self.parts.hostname}:15672/"
 
     def _api(self, method: str, path: str, body: dict[str, str] | None = None) -> None:
         url = urllib.parse.urljoin(self.api_url, "api/" + path)
@@ -68,9 +68,9 @@ class ExternalRabbitMQ(ExternalServer):
         except (urllib.error.URLError, OSError) as exc:
             raise ConfigError(
                 f"Expected the management API of the RabbitMQ broker {mask_password(self.url)} at {self.api_url} "
-                f"(from {ENV_RABBITMQ_API_URL}, or port 15672 of the broker's host) to create the run's vhost "
+                f"(from {ENV_API_URL}, or port 15672 of the broker's host) to create the run's vhost "
                 f"{self.namespace}, but got: {exc}. Enable the rabbitmq_management plugin, set "
-                f"{ENV_RABBITMQ_API_URL}, or drop --backend external to let the suite start its own node.") from exc
+                f"{ENV_API_URL}, or drop --backend external to let the suite start its own node.") from exc
 
     def drop_namespace(self) -> None:
         try:

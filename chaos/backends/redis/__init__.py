@@ -12,6 +12,8 @@ from chaos.backends.registry import Provider
 PERSISTENCE = ServerOption("persistence", "none", "what of the local server's data survives a crash",
                            choices=("none", "aof-everysec", "aof-always"))
 
+ENV_URL = "CHAOS_REDIS_URL"  # the external provider's server, when --backend-url is not given
+
 PROVIDERS = {
     "local": Provider("redis", "local", "chaos.backends.redis.local:LocalRedis", (PERSISTENCE,)),
     "external": Provider("redis", "external", "chaos.backends.redis.external:ExternalRedis"),

@@ -8,16 +8,16 @@ from typing import ClassVar
 import redis
 
 from chaos.backends.external import ExternalServer, mask_password
+from chaos.backends.redis import ENV_URL
 from chaos.backends.redis.local import namespace
 from chaos.errors import ConfigError, HarnessError
-from chaos.events import ENV_REDIS_URL
 from chaos.worker.redis import Keys
 
 
 class ExternalRedis(ExternalServer):
     kind: ClassVar[str] = "redis"
     name: ClassVar[str] = "Redis"
-    env_url: ClassVar[str] = ENV_REDIS_URL
+    env_url: ClassVar[str] = ENV_URL
     example_url: ClassVar[str] = "redis://127.0.0.1:6379/0"
     schemes: ClassVar[tuple[str, ...]] = ("redis", "rediss")
 
@@ -33,7 +33,7 @@ class ExternalRedis(ExternalServer):
                 client.ping()
         except redis.RedisError as exc:
             raise ConfigError(f"Expected a reachable Redis server at {mask_password(self.url)} (from --backend-url "
-                              f"or {ENV_REDIS_URL}), but got: {exc}. Check the address and password, or drop "
+                              f"or {ENV_URL}), but got: {exc}. Check the address and password, or drop "
                               "--backend external to let the suite start its own server.") from exc
 
     def drop_namespace(self) -> None:
