@@ -76,6 +76,8 @@ def _judge(report: CheckReport, seen: dict[str, Any], verdict: Verdict, ledger: 
                 "must list every enqueued job by the suite's id (carried in the queue's payload), and enqueue() must "
                 "commit before it returns.")
     _judge_worker(report, ledger)
+    if report.target.observer is not None:
+        _judge_observer(report, ledger)
     final = next((e.data.get("state") for e in ledger if e.kind == events.SNAPSHOT and e.job == JOB), "absent")
     if final in ("done", "absent"):  # a queue that deletes a completed job (a broker, beanstalkd) shows it absent
         ok(f"the final snapshot shows {JOB} {final}" + (" (deleted on completion)" if final == "absent" else ""))
@@ -135,6 +137,22 @@ def _judge_worker(report: CheckReport, ledger: list[Event]) -> None:
                 "accept the ack; ok must be what the queue answered (True for a completion that took effect).")
     else:
         ok(f"{WORKER} acked {JOB} and the queue accepted it")
+
+
+def _judge_observer(report: CheckReport, ledger: list[Event]) -> None:
+    """The queue's own record, as the target's observer read it: the claim and the completion, by w1."""
+    for kind, what in ((events.QUEUE_CLAIM, "claim"), (events.QUEUE_COMPLETE, "completion")):
+        records = [e for e in ledger if e.kind == kind and e.job == JOB]
+        if not records:
+            report.problems.append(f"The observer ({report.target.observer}) recorded no {what} of {JOB}: its read() "
+                                   f"must return the queue's {what} records (kind {kind.removeprefix('queue.')!r}) "
+                                   "once the queue has committed them.")
+        elif records[0].worker != WORKER:
+            report.problems.append(f"The observer's {what} record of {JOB} names {records[0].worker!r}, not "
+                                   f"{WORKER!r}: the actor must be the suite's name of the worker (the library's "
+                                   "worker id set to CHAOS_WORKER_ID, or a PostgreSQL session's application_name).")
+        else:
+            report.passed.append(f"the observer recorded the queue's {what} of {JOB} by {WORKER}")
 
 
 def summary(report: CheckReport) -> str:

@@ -87,3 +87,10 @@ def test_check_names_a_control_that_fails_with_its_own_error_in_one_paragraph(tm
     assert result.code == 2, result.stdout + result.stderr
     assert "before the control's first snapshot" in result.stderr and "nonexistent" in result.stderr
     assert "Traceback" not in result.stderr, "the user's error is named; the traceback stays in the run dir"
+
+
+def test_check_sees_the_observers_record_of_the_claim_and_the_completion(tmp_path: Path) -> None:
+    result = chaos("target", "check", "pg_lease", "--runs-dir", str(tmp_path / "runs"))
+    assert result.code == 0, result.stdout + result.stderr
+    assert "the observer recorded the queue's claim of job-0001 by w1" in result.stdout
+    assert "the observer recorded the queue's completion of job-0001 by w1" in result.stdout
