@@ -71,12 +71,13 @@ NETWORK_PROXY = "network.proxy"  # a proxy the run is about to create, journaled
 QUEUE_PREFIX = "queue."
 QUEUE_CLAIM, QUEUE_COMPLETE, QUEUE_RELEASE, QUEUE_FAIL = "queue.claim", "queue.complete", "queue.release", "queue.fail"
 QUEUE_KINDS = (QUEUE_CLAIM, QUEUE_COMPLETE, QUEUE_RELEASE, QUEUE_FAIL)
+OBSERVER_START = "observer.start"  # a target's observer installed: what it is and which record kinds it covers
 KINDS = frozenset({
     RUN_START, RUN_END, ENQUEUE, SNAPSHOT, SNAPSHOT_TAKEN, DRAINED, DRAIN_TIMEOUT, PROBE_CLAIM, PROBE_EFFECT,
     PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
     GATE_RELEASED, FAULT, FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, CONTAINMENT, BACKEND_START,
     BACKEND_RESTART, BACKEND_EXIT, NETWORK_START, NETWORK_CUT, NETWORK_HELD,
-    BACKEND_PREPARE, NETWORK_PROXY, FAULT_WAIVED, *QUEUE_KINDS,
+    BACKEND_PREPARE, NETWORK_PROXY, FAULT_WAIVED, OBSERVER_START, *QUEUE_KINDS,
 })
 
 
@@ -148,6 +149,10 @@ def drain_timeout(timeout_s: float, error: str, workers_exited: bool = False) ->
 def probe(point: str, job: str, worker: str | None, data: dict[str, Any]) -> Record:
     """A worker's probe as the sink commits it: every field it sent but job and worker, in data."""
     return Record(PROBE_PREFIX + point, SINK, job, worker, data)
+
+
+def observer_start(observer: str, covers: list[str]) -> Record:
+    return Record(OBSERVER_START, OBSERVER, None, None, {"observer": observer, "covers": covers})
 
 
 def queue_record(kind: str, job: str, actor: str | None, data: dict[str, Any]) -> Record:

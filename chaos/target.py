@@ -74,7 +74,13 @@ class QueueRecord:
 class Observer(Protocol):
     """A target's observer: it reads the queue's own record of who claimed and who completed a job, so
     the checker judges ownership from what the queue committed, not only from what handlers reported.
-    Constructed like the control, with (backend, params, contract)."""
+    Constructed like the control, with (backend, params, contract).
+
+    `covers`: the record kinds the queue lets it see (claim, complete, release, fail). The checker judges
+    stale completions from the record only where it covers both claims and completions, and compares the
+    two sources only on what it covers: a broker that shows deliveries but not acks covers claims alone."""
+
+    covers: ClassVar[frozenset[str]]
 
     def install(self) -> None:
         """Start recording (triggers, an event stream), after the control's setup and before any job."""

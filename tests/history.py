@@ -158,8 +158,11 @@ class History:
     # -- the end -----------------------------------------------------------------------------------
 
     def queue(self, kind: str, job: str, actor: str | None, order: int, token: str | None = None, *,
-              dt: float = 0.01) -> History:
-        """An entry of the queue's own record, as a target's observer journals it (its own `order`)."""
+              dt: float = 0.01, covers: tuple[str, ...] = ("claim", "complete", "release", "fail")) -> History:
+        """An entry of the queue's own record, as a target's observer journals it (its own `order`); the
+        first one journals the observer's start with what it `covers`, as the run does."""
+        if not any(e.kind == events.OBSERVER_START for e in self.events):
+            self.record(events.observer_start("observer:Observer", sorted(covers)))
         return self.record(events.queue_record(kind, job, actor, {"at": WALL_ORIGIN + self.t, "order": order,
                                                                    "token": token}), dt=dt)
 

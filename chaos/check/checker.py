@@ -20,7 +20,7 @@ from chaos import events
 from chaos.check.fault_reports import fault_reports, recovery_summary
 from chaos.check.history import JobHistory, RunHistory
 from chaos.check.judgement import judge_job, unsettled_for
-from chaos.check.queue_record import DISAGREE, STALE, evidence, judge_record
+from chaos.check.queue_record import DISAGREE, STALE, covered, evidence, judge_record
 from chaos.check.scan import scan
 from chaos.check.verdict import OUTCOMES, FaultReport, Verdict, Violation
 from chaos.contract import Contract
@@ -67,9 +67,10 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         outcomes[job] = outcome
         violations += found
         anomalies += allowed
-    source = evidence(ledger)
-    if source["completions"] == "queue":
-        violations, anomalies = _from_the_queues_record(ledger, contract, violations, anomalies)
+    covers = covered(ledger)
+    source = evidence(covers)
+    if covers:
+        violations, anomalies = _from_the_queues_record(ledger, contract, covers, violations, anomalies)
     faults = fault_reports(run)
     verdict, notes = _verdict(run, violations, faults, outcomes, contract)
     error = _harness_error(run)
@@ -83,11 +84,14 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
                    source)
 
 
-def _from_the_queues_record(ledger: Sequence[Event], contract: Contract, violations: list[Violation],
+def _from_the_queues_record(ledger: Sequence[Event], contract: Contract, covers: frozenset[str],
+                            violations: list[Violation],
                             anomalies: list[dict[str, Any]]) -> tuple[list[Violation], list[dict[str, Any]]]:
-    """Stale completions as the queue's record shows them replace the probes' reading of them; a stale
-    ack the probes show but the record does not is a disagreement, reported."""
-    from_record, record_anomalies = judge_record(ledger, contract)
+    """Where the record covers claims and completions, stale completions as it shows them replace the
+    probes' reading of them, and a stale ack the probes show but the record does not is a disagreement."""
+    from_record, record_anomalies = judge_record(ledger, contract, covers)
+    if evidence(covers)["completions"] != "queue":
+        return violations + from_record, anomalies + record_anomalies
     flagged = {v.job for v in from_record} | {a["job"] for a in record_anomalies if a["kind"] == STALE}
     for kept in (v for v in violations if v.kind == STALE and v.job not in flagged):
         record_anomalies.append({"kind": DISAGREE, "job": kept.job, "exposure_s": 0.0, "source": "queue",

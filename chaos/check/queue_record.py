@@ -23,15 +23,23 @@ STALE = "stale_ack_accepted"
 DISAGREE = "sources_disagree"
 
 
-def evidence(ledger: Sequence[Event]) -> dict[str, str]:
-    """Which source judged claims and completions: the queue's record where the run has one."""
-    source = "queue" if any(e.kind.startswith(events.QUEUE_PREFIX) for e in ledger) else "probes"
-    return {"claims": source, "completions": source}
+def covered(ledger: Sequence[Event]) -> frozenset[str]:
+    """The record kinds the run's observer covers (none without one)."""
+    start = next((e for e in ledger if e.kind == events.OBSERVER_START), None)
+    return frozenset(start.data.get("covers", ())) if start is not None else frozenset()
 
 
-def judge_record(ledger: Sequence[Event], contract: Contract) -> tuple[list[Violation], list[dict[str, Any]]]:
-    """Stale completions the queue accepted (violations, or anomalies where stale_ack = accepted), and the
-    disagreements between the queue's record and the probes (anomalies)."""
+def evidence(covers: frozenset[str]) -> dict[str, str]:
+    """Which source judged claims and completions: the queue's record where its observer covers them."""
+    return {"claims": "queue" if "claim" in covers else "probes",
+            "completions": "queue" if {"claim", "complete"} <= covers else "probes"}
+
+
+def judge_record(ledger: Sequence[Event], contract: Contract,
+                 covers: frozenset[str]) -> tuple[list[Violation], list[dict[str, Any]]]:
+    """Stale completions the queue accepted (violations, or anomalies where stale_ack = accepted), where the
+    record covers claims and completions, and the disagreements between the record and the probes on what
+    it covers (anomalies)."""
     records: dict[str, list[Event]] = defaultdict(list)
     probes: dict[str, list[Event]] = defaultdict(list)
     origin = ledger[0].mono if ledger else 0.0
@@ -47,7 +55,7 @@ def judge_record(ledger: Sequence[Event], contract: Contract) -> tuple[list[Viol
     for job in sorted(records):
         history = sorted(records[job], key=lambda e: e.data.get("order", 0))
         witness = _witness(history, probes[job], origin)
-        for completion, owner in _stale_completions(history):
+        for completion, owner in _stale_completions(history) if {"claim", "complete"} <= covers else ():
             by = f"after {owner} claimed it" if owner else "after the queue had taken it back"
             message = (f"the queue's own record shows a completion of {job} by {completion.worker} accepted {by}: "
                        f"two owners' word on one job, and the queue took the stale one's (judged from the queue's "
@@ -59,7 +67,7 @@ def judge_record(ledger: Sequence[Event], contract: Contract) -> tuple[list[Viol
             else:
                 violations.append(Violation(STALE, job, f"{message}; the contract says stale_ack = "
                                             f"{contract.stale_ack}", witness, detail))
-        anomalies += _disagreements(job, history, probes[job])
+        anomalies += _disagreements(job, history, probes[job], covers)
     return violations, anomalies
 
 
@@ -82,7 +90,7 @@ def _stale_completions(history: list[Event]) -> list[tuple[Event, str | None]]:
     return stale
 
 
-def _disagreements(job: str, history: list[Event], probes: list[Event]) -> list[dict[str, Any]]:
+def _disagreements(job: str, history: list[Event], probes: list[Event], covers: frozenset[str]) -> list[dict[str, Any]]:
     """A worker's accepted ack the queue never recorded, a completion the queue accepted that its worker
     reported refused or never reported, a claim a worker reported that the queue never made."""
     found: list[str] = []
@@ -90,10 +98,11 @@ def _disagreements(job: str, history: list[Event], probes: list[Event]) -> list[
     completed = {r.worker for r in history if r.kind == events.QUEUE_COMPLETE}
     reported = {p.worker for p in probes if p.kind == events.PROBE_ACK and p.data.get("ok") is not False}
     for probe in probes:
-        if probe.kind == events.PROBE_CLAIM and probe.worker not in claimed:
+        if probe.kind == events.PROBE_CLAIM and "claim" in covers and probe.worker not in claimed:
             found.append(f"{probe.worker} reported a claim of {job} (token {probe.data.get('token')!r}) that the "
                          "queue's record does not show")
-        elif probe.kind == events.PROBE_ACK and probe.data.get("ok") is True and probe.worker not in completed:
+        elif (probe.kind == events.PROBE_ACK and "complete" in covers and probe.data.get("ok") is True
+              and probe.worker not in completed):
             found.append(f"{probe.worker} reported its ack of {job} accepted, but the queue's record shows no "
                          f"completion by {probe.worker}")
     for worker in sorted(w for w in completed - reported if w is not None):

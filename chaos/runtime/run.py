@@ -283,6 +283,7 @@ class Run:
         if observer is None:
             return None
         stack.callback(observer.close)
+        self.ledger.append(events.observer_start(str(self.target.observer), sorted(observer.covers)))
         observer.install()
         recorder = Recorder(observer, self.ledger).start()
         stack.callback(recorder.stop)

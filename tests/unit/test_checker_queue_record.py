@@ -86,3 +86,18 @@ def test_without_a_record_the_probes_judge() -> None:
     h.claim("j1", "w1", "t1").effect("j1", "w1", "t1").ack("j1", "w1", "t1")
     verdict = check(h.snapshot(j1="done").events)
     assert verdict.evidence == {"claims": "probes", "completions": "probes"} and verdict.verdict == "pass"
+
+
+def test_a_record_of_claims_alone_judges_no_completion_and_the_probes_keep_theirs() -> None:
+    """A broker that shows deliveries but not acks: the probes' stale ack stands, the record's claims are
+    compared with the probes' claims, and nothing is read into completions it cannot see."""
+    h = History(LEASE).enqueue("j1")
+    h.claim("j1", "w1", "t1").queue(CLAIM, "j1", "w1", 1, "t1", covers=("claim",)).effect("j1", "w1", "t1")
+    h.claim("j1", "w2", "t2", dt=1.5).queue(CLAIM, "j1", "w2", 2, "t2").effect("j1", "w2", "t2")
+    h.ack("j1", "w2", "t2").ack("j1", "w1", "t1").claim("j1", "w3", "t3")
+    verdict = check(h.snapshot(j1="done").events)
+    assert verdict.evidence == {"claims": "queue", "completions": "probes"}
+    stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
+    assert stale and "queue's own record" not in stale[0].message, "the probes judged it"
+    messages = [a["message"] for a in verdict.anomalies if a["kind"] == "sources_disagree"]
+    assert messages == ["w3 reported a claim of j1 (token 't3') that the queue's record does not show"], messages

@@ -46,6 +46,7 @@ class TriggerObserver:
     naming the change an UPDATE made ('claim', 'complete', 'release', 'fail', or NULL for none), and TOKEN:
     the claim token the change concerns (NULL where the table keeps none)."""
 
+    covers = frozenset({"claim", "complete", "release", "fail"})  # every UPDATE of the table passes the trigger
     TABLE = "jobs"
     ID = "id"
     KIND = "NULL"
