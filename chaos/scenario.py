@@ -88,11 +88,13 @@ class Context(Protocol):
     def execution_ended(self, job: str, token: Any) -> Callable[[Event], bool]:
         """A ledger predicate: the execution holding `token` acked or abandoned `job`."""
 
-    def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree") -> list[int]:
-        """SIGKILL a worker's tree (or only its process) and wait until it is reaped; the pids killed."""
+    def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree", pid: int | None = None) -> list[int]:
+        """SIGKILL a worker's tree (or only its process, or with scope "sender" the process `pid` of its tree)
+        and wait until it is dead; the pids killed."""
 
     def kill_held(self, gate: Gate, scope: Scope = "tree") -> HeldProbe:
-        """Wait until `gate` holds a worker, SIGKILL it while held, release the gate; the held probe."""
+        """Wait until `gate` holds a worker, SIGKILL it while held (scope "sender": only the process that sent
+        the held probe, a pool child whose parent lives on), release the gate; the held probe."""
 
     def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
                    gate: Gate | None = None) -> bool:

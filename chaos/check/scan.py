@@ -421,7 +421,7 @@ def _on_fault(run: RunHistory, event: Event) -> None:
     # A fault is under way from its journal entry on: a reclaim while it is being applied (a server
     # going down ends its sessions before restart() returns) is a consequence of it, never premature.
     if rule.takes_owner:
-        fault.victims = _reached(run, rule, fault.target)
+        fault.victims = _reached(run, rule, fault)
     _excuse(run, rule, fault.target, event.seq)
     if rule.suspends and fault.target:
         run.suspended[fault.target] = run.suspended.get(fault.target, 0) + 1
@@ -453,7 +453,7 @@ def _on_fault_applied(run: RunHistory, event: Event) -> None:
         return
     _excuse(run, rule, fault.target, event.seq)
     # executions reached at the journal entry, plus any claimed between the journal and the application
-    fault.victims += [e for e in _reached(run, rule, fault.target) if e.claim.seq > fault.seq]
+    fault.victims += [e for e in _reached(run, rule, fault) if e.claim.seq > fault.seq]
     _lose_owners(run, fault, event)
     for execution in fault.victims:
         _died(fault, execution)
@@ -470,11 +470,15 @@ def _died(fault: FaultHistory, execution: Execution) -> None:
         execution.died_by = fault
 
 
-def _reached(run: RunHistory, rule: FaultKind, target: str | None) -> list[Execution]:
-    """The unended executions a fault of this kind reaches: its target worker's, or every worker's."""
+def _reached(run: RunHistory, rule: FaultKind, fault: FaultHistory) -> list[Execution]:
+    """The unended executions a fault of this kind reaches: its target worker's (only those of the process
+    that sent a held probe, for a sender-scoped one), or every worker's."""
     if rule.reach == "everyone":
         return [e for owned in run.open.values() for e in owned]
-    return list(run.open.get(target, ())) if target else []
+    owned = list(run.open.get(fault.target, ())) if fault.target else []
+    if fault.data.get("scope") == "sender":
+        return [e for e in owned if e.pid == fault.data.get("pid")]
+    return owned
 
 
 def _excuse(run: RunHistory, rule: FaultKind, target: str | None, seq: int) -> None:

@@ -22,7 +22,10 @@ from chaos.events import Event
 if TYPE_CHECKING:
     from chaos.check.history import FaultHistory, RunHistory
 
-Scope = Literal["process", "tree"]
+# Which processes a signal reaches: the worker's own process, its whole tree, or (a kill of a held probe)
+# only the process of the tree that sent the probe: a library's pool child or work-horse, which its parent
+# may replace while the worker itself lives on.
+Scope = Literal["process", "tree", "sender"]
 Params = dict[str, Any]
 Proof = Callable[["FaultHistory", "RunHistory"], tuple[bool, str]]
 
@@ -44,11 +47,11 @@ class NetworkLink(Protocol):
 class FaultWorld(Protocol):
     """What the runtime half may act on: the run's processes, its backend, and how it starts workers."""
 
-    def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree") -> list[int]:
-        """Send `sig` to a supervised process (or its tree); the pids that received it."""
+    def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree", pid: int | None = None) -> list[int]:
+        """Send `sig` to a supervised process (or its tree, or its tree's process `pid`); the pids that received it."""
 
-    def reap(self, name: str) -> None:
-        """Wait until a killed process's exit is in the ledger."""
+    def reap(self, name: str, pids: list[int] | None = None) -> None:
+        """Wait until the exit of a killed process (of those of `pids` that were its own) is in the ledger."""
 
     def restart_process(self, name: str) -> tuple[list[int], int]:
         """SIGKILL a process tree, reap it, start it again: (pids killed, new pid)."""

@@ -25,11 +25,11 @@ def prove(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
 
 
 def inject(world: FaultWorld, target: str, params: Params) -> Params:
-    return {"pids": world.signal(target, signal.SIGKILL, params.get("scope", "tree"))}
+    return {"pids": world.signal(target, signal.SIGKILL, params.get("scope", "tree"), params.get("pid"))}
 
 
 def settle(world: FaultWorld, target: str, applied: Params) -> None:
-    world.reap(target)
+    world.reap(target, applied["pids"])
 
 
 KIND = FaultKind("kill", takes_owner=True, ends_executions=True, excuses="since_claim", prove=prove,

@@ -132,14 +132,16 @@ class ScenarioContext:
 
     # -- faults ----------------------------------------------------------------------------------
 
-    def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree") -> list[int]:
-        pids: list[int] = self.nemesis.inject(kill.KIND.name, worker, _armed_or_none(gate), scope=scope)["pids"]
+    def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree", pid: int | None = None) -> list[int]:
+        sender = {"pid": pid} if scope == "sender" else {}
+        pids: list[int] = self.nemesis.inject(kill.KIND.name, worker, _armed_or_none(gate), scope=scope,
+                                              **sender)["pids"]
         return pids
 
     def kill_held(self, gate: Gate, scope: Scope = "tree") -> HeldProbe:
         """The ledger then proves the kill landed exactly in the gated window."""
         held = self.wait(gate)
-        self.kill(held.worker, gate=gate, scope=scope)
+        self.kill(held.worker, gate=gate, scope=scope, pid=held.pid)
         self.release(gate)
         return held
 

@@ -120,25 +120,31 @@ class Supervisor:
                                                expected=managed.ending, forced=managed.forced, log=str(managed.log),
                                                log_tail=tail))
 
-    def _members(self, managed: Managed, scope: Scope) -> list[psutil.Process]:
-        """The live processes a signal should reach; the root only while its identity still holds."""
+    def _members(self, managed: Managed, scope: Scope, pid: int | None = None) -> list[psutil.Process]:
+        """The live processes a signal should reach; the root only while its identity still holds (a
+        sender: the process of its tree whose pid sent the probe)."""
         if not managed.alive or managed.identity.pid != managed.pid:
             return []
         members = [managed.identity]
-        if scope == "tree":
+        if scope != "process":
             try:
                 members += managed.identity.children(recursive=True)
             except psutil.NoSuchProcess:
                 pass
+        if scope == "sender":
+            return [proc for proc in members if proc.pid == pid]
         return members
 
-    def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree") -> list[int]:
-        """Send `sig` to a process (or its tree); returns the pids that received it."""
+    def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree", pid: int | None = None) -> list[int]:
+        """Send `sig` to a process (or its tree, or the process `pid` of its tree); returns the pids that
+        received it. SIGKILL of a sender that is not the worker's own process waits for it to die and
+        journals its exit: the worker's parent, not the suite, reaps it."""
         managed = self.processes[name]
-        if sig in (signal.SIGTERM, signal.SIGKILL):
+        members = self._members(managed, scope, pid)
+        if sig in (signal.SIGTERM, signal.SIGKILL) and (scope != "sender" or managed.identity in members):
             managed.ending = True
         hit: list[int] = []
-        for proc in self._members(managed, scope):
+        for proc in members:
             try:
                 proc.send_signal(sig)  # psutil refuses if the pid was recycled
                 hit.append(proc.pid)
@@ -149,7 +155,19 @@ class Supervisor:
             self._wait_stopped(managed, scope, hit)
         elif sig in (signal.SIGCONT, signal.SIGKILL):
             managed.stopped = False
+        if sig == signal.SIGKILL and scope == "sender":
+            self._journal_child_deaths(managed, [p for p in members if p.pid in hit and p.pid != managed.pid])
         return hit
+
+    def _journal_child_deaths(self, managed: Managed, children: list[psutil.Process]) -> None:
+        """A SIGKILLed descendant is dead once psutil, by its identity, no longer finds it alive (its parent
+        may reap it at any time, or never); its exit is then journaled as the signal's."""
+        if wait_dead(children, STOP_BOUND_S):
+            raise HarnessError(f"{managed.name}: processes {[proc.pid for proc in children]} were sent SIGKILL but "
+                               f"were still alive {STOP_BOUND_S:g}s later")
+        for child in children:
+            self.ledger.append(events.process_exit(managed.name, child.pid, managed.role, -signal.SIGKILL,
+                                                   signal.SIGKILL.name))
 
     def _wait_stopped(self, managed: Managed, scope: Scope, hit: list[int]) -> None:
         """A stop is applied once the kernel shows every process of the tree stopped, not when the signal
@@ -193,8 +211,12 @@ class Supervisor:
         managed.reaper.join(timeout)
         return managed.popen.returncode if not managed.reaper.is_alive() else None
 
-    def reap(self, name: str) -> None:
-        """Wait until a killed process's exit is in the ledger; a process SIGKILL cannot end is a harness error."""
+    def reap(self, name: str, pids: list[int] | None = None) -> None:
+        """Wait until a killed process's exit is in the ledger (where `pids` are given, only if they hold
+        the process itself: a killed descendant's exit was journaled when it died); a process SIGKILL
+        cannot end is a harness error."""
+        if pids is not None and self.processes[name].pid not in pids:
+            return
         if self.wait_exit(name, 10.0) is None:
             raise HarnessError(f"process {name} (pid {self.processes[name].pid}) was sent SIGKILL but was not "
                                "reaped within 10s")

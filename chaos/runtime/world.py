@@ -17,11 +17,11 @@ class RunWorld:
         self.environment = environment
         self.launcher = launcher
 
-    def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree") -> list[int]:
-        return self.supervisor.signal(name, sig, scope)
+    def signal(self, name: str, sig: signal.Signals, scope: Scope = "tree", pid: int | None = None) -> list[int]:
+        return self.supervisor.signal(name, sig, scope, pid)
 
-    def reap(self, name: str) -> None:
-        self.supervisor.reap(name)
+    def reap(self, name: str, pids: list[int] | None = None) -> None:
+        self.supervisor.reap(name, pids)
 
     def restart_process(self, name: str) -> tuple[list[int], int]:
         pids, managed = self.supervisor.restart(name)
