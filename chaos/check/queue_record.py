@@ -43,11 +43,14 @@ def judge_record(ledger: Sequence[Event], contract: Contract,
     records: dict[str, list[Event]] = defaultdict(list)
     probes: dict[str, list[Event]] = defaultdict(list)
     origin = ledger[0].mono if ledger else 0.0
+    names = {str(e.data["library_id"]): e.worker for e in ledger
+             if e.kind.startswith(events.PROBE_PREFIX) and e.data.get("library_id")}
     for event in ledger:
         if event.job is None:
             continue
         if event.kind.startswith(events.QUEUE_PREFIX):
-            records[event.job].append(event)
+            # the record names the library's worker id; a probe that said which it is maps it to the suite's
+            records[event.job].append(event._replace(worker=names.get(event.worker or "", event.worker)))
         elif event.kind in (events.PROBE_CLAIM, events.PROBE_ACK):
             probes[event.job].append(event)
     violations: list[Violation] = []

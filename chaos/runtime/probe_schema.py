@@ -27,6 +27,9 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     "attempt": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
     "ok": (lambda v: v is None or isinstance(v, bool), "true or false (an ack may say null: outcome unknown)"),
     "reason": (lambda v: isinstance(v, str), "a string"),
+    # The library's own name for this worker (a Celery hostname, a procrastinate worker id), so the queue's
+    # record, which names that, is read as the suite's worker.
+    "library_id": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
 }
 _REQUIRED = {events.HEARTBEAT: ("ok",), events.ACK: ("ok",)}
 

@@ -117,12 +117,16 @@ def send(point: str, job: str, **fields: Any) -> dict[str, Any]:
     return answer
 
 
-def claim(job: str, token: str | int, attempt: int | None = None, sent: float | None = None) -> dict[str, Any]:
+def claim(job: str, token: str | int, attempt: int | None = None, sent: float | None = None,
+          library_id: str | None = None) -> dict[str, Any]:
     """The worker owns the job; `attempt`: the queue's count of its claims (1 for the first), where it keeps
-    one; `sent`: when the worker learned of the claim (its time.monotonic()), if before this call."""
+    one; `sent`: when the worker learned of the claim (its time.monotonic()), if before this call;
+    `library_id`: the library's own name for this worker, where the queue's record names that instead."""
     fields: dict[str, Any] = {"token": token}
     if attempt is not None:
         fields["attempt"] = attempt
+    if library_id is not None:
+        fields["library_id"] = library_id
     if sent is not None:
         fields["sent"] = sent
     return send(events.CLAIM, job, **fields)

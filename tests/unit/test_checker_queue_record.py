@@ -101,3 +101,18 @@ def test_a_record_of_claims_alone_judges_no_completion_and_the_probes_keep_their
     assert stale and "queue's own record" not in stale[0].message, "the probes judged it"
     messages = [a["message"] for a in verdict.anomalies if a["kind"] == "sources_disagree"]
     assert messages == ["w3 reported a claim of j1 (token 't3') that the queue's record does not show"], messages
+
+
+def test_the_records_library_worker_ids_are_read_as_the_suites_workers() -> None:
+    """The queue names its workers its own way (celery@host-1); each worker's claim probe said which one it
+    is, so the record's stale completion names w1 and w2, and the sources agree on everything else."""
+    h = History(LEASE).enqueue("j1")
+    h.claim("j1", "w1", "t1", library_id="celery@host-1").queue(CLAIM, "j1", "celery@host-1", 1, "t1")
+    h.effect("j1", "w1", "t1")
+    h.claim("j1", "w2", "t2", dt=1.5, library_id="celery@host-2").queue(CLAIM, "j1", "celery@host-2", 2, "t2")
+    h.effect("j1", "w2", "t2").ack("j1", "w2", "t2").queue(COMPLETE, "j1", "celery@host-2", 3, "t2")
+    h.ack("j1", "w1", "t1").queue(COMPLETE, "j1", "celery@host-1", 4, "t2")
+    verdict = check(h.snapshot(j1="done").events)
+    stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
+    assert [v.detail for v in stale] == [{"source": "queue", "actor": "w1", "owner": "w2"}]
+    assert not [a for a in verdict.anomalies if a["kind"] == "sources_disagree"], verdict.anomalies
