@@ -4,13 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_debs=()
-command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_debs+=(postgresql)
-command -v redis-server >/dev/null 2>&1 || need_debs+=(redis-server)
-command -v beanstalkd >/dev/null 2>&1 || need_debs+=(beanstalkd)
+# Each backend kind's server package, as the kind declares it (chaos/backends/<kind>/__init__.py).
+read -r -a need_debs <<< "$(python3 -m chaos.backends.packages)"
 command -v sidekiq >/dev/null 2>&1 || need_debs+=(ruby-sidekiq)
 ruby -e 'require "redis/namespace"' >/dev/null 2>&1 || need_debs+=(ruby-redis-namespace)
-[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || command -v rabbitmq-server >/dev/null 2>&1 || need_debs+=(rabbitmq-server)
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 \
   || need_debs+=(libfaketime faketime)
 if [ ${#need_debs[@]} -gt 0 ]; then

@@ -6,12 +6,15 @@ Importing this package is cheap: a provider's server code is imported when a run
 """
 
 from chaos.backends.options import ServerOption
+from chaos.backends.packages import DebianPackage
 from chaos.backends.registry import Provider
 
 BINLOG = ServerOption("binlog", "off", "the local server's binlog (-b in the run dir): off, a restart loses every job",
                       choices=("on", "off"))
 
 ENV_URL = "CHAOS_BEANSTALKD_URL"  # the external provider's server, when --backend-url is not given
+
+SERVER_PACKAGE = DebianPackage("beanstalkd", ("beanstalkd",))
 
 PROVIDERS = {
     "local": Provider("beanstalkd", "local", "chaos.backends.beanstalkd.local:LocalBeanstalkd", (BINLOG,)),

@@ -5,9 +5,12 @@ schema on a server the user names, so faults that need control of the server are
 Importing this package is cheap: a provider's server code is imported when a run opens it.
 """
 
+from chaos.backends.packages import DebianPackage
 from chaos.backends.registry import Provider
 
 ENV_URL = "CHAOS_POSTGRES_URL"  # the external provider's server, when --backend-url is not given
+
+SERVER_PACKAGE = DebianPackage("postgresql", ("initdb",), ("/usr/lib/postgresql/*/bin/initdb",))
 
 PROVIDERS = {
     # local: a private server on a free port, in the run dir (the default)

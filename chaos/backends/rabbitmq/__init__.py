@@ -10,6 +10,7 @@ Importing this package is cheap: a provider's server code is imported when a run
 """
 
 from chaos.backends.options import ServerOption, positive_int_or
+from chaos.backends.packages import DebianPackage
 from chaos.backends.registry import Provider
 
 CONSUMER_TIMEOUT_MS = ServerOption(
@@ -20,6 +21,8 @@ MANAGEMENT = ServerOption("management", "off", "the management API, for a node m
 
 ENV_URL = "CHAOS_RABBITMQ_URL"  # the external provider's broker, when --backend-url is not given
 ENV_API_URL = "CHAOS_RABBITMQ_API_URL"  # its management API, which creates the run's vhost
+
+SERVER_PACKAGE = DebianPackage("rabbitmq-server", ("rabbitmq-server",), ("/usr/lib/rabbitmq/bin/rabbitmq-server",))
 
 PROVIDERS = {
     "local": Provider("rabbitmq", "local", "chaos.backends.rabbitmq.local:LocalRabbitMQ",

@@ -7,12 +7,15 @@ Importing this package is cheap: a provider's server code is imported when a run
 """
 
 from chaos.backends.options import ServerOption
+from chaos.backends.packages import DebianPackage
 from chaos.backends.registry import Provider
 
 PERSISTENCE = ServerOption("persistence", "none", "what of the local server's data survives a crash",
                            choices=("none", "aof-everysec", "aof-always"))
 
 ENV_URL = "CHAOS_REDIS_URL"  # the external provider's server, when --backend-url is not given
+
+SERVER_PACKAGE = DebianPackage("redis-server", ("redis-server",))
 
 PROVIDERS = {
     "local": Provider("redis", "local", "chaos.backends.redis.local:LocalRedis", (PERSISTENCE,)),
