@@ -25,6 +25,11 @@ class ScenarioError(HarnessError):
     """The scenario's own code raised: the run cannot be judged (exit 3), and the user's traceback matters."""
 
 
+class TargetCodeError(HarnessError):
+    """The target's control or observer code raised (its setup, its snapshot): no verdict on the queue
+    (exit 3), and the target author's traceback matters."""
+
+
 class NotExercised(ChaosError):
     """A gate never matched, so the fault was never injected: the run is inconclusive (exit 4)."""
 

@@ -29,7 +29,7 @@ from chaos.backends.registry import Provider, provider, server_options
 from chaos.check.checker import judge
 from chaos.check.verdict import Verdict
 from chaos.discovery import bundled
-from chaos.errors import ChaosError, ConfigError, NotExercised, ScenarioError
+from chaos.errors import ChaosError, ConfigError, NotExercised, ScenarioError, TargetCodeError
 from chaos.events import Event
 from chaos.faults import KINDS
 from chaos.ledger import Ledger, read_events
@@ -219,10 +219,11 @@ class Run:
                     self.target.server_settings(self.provider.options)),
                     self.dir if any(KINDS[kind].network for kind in self.scenario.faults) else None)
                 stack.callback(environment.close)
-                control = self.target.load_control(environment.backend)
+                control = self._target_code("loading its control",
+                                            lambda: self.target.load_control(environment.backend))
                 stack.callback(control.close)
-                control.setup()
-                recorder = self._recorder(environment, stack)
+                self._target_code("its control's setup()", control.setup)
+                recorder = self._target_code("its observer's install()", lambda: self._recorder(environment, stack))
                 sink = stack.enter_context(Sink(self.ledger, self.options.sink_mode))
                 supervisor = Supervisor(self.ledger, self.dir / "logs", self.target.shutdown_grace_s)
                 supervisor.grace_ends_by = ends_by
@@ -256,9 +257,9 @@ class Run:
                 supervisor.close()
                 activity[0] = "taking the final snapshot"
                 if recorder is not None:
-                    recorder.stop()
-                    _settled(recorder.flush, SNAPSHOT_RETRY_S)  # the queue's record up to the end, then its state
-                self._snapshot(control)
+                    recorder.stop()  # the queue's record up to the end, then its state
+                    self._target_code("its observer's read()", lambda: _settled(recorder.flush, SNAPSHOT_RETRY_S))
+                self._target_code("its control's snapshot()", lambda: self._snapshot(control))
         except ConfigError as exc:  # the user's mistake, found mid-run: exit 2, as before the run
             self.ledger.append(events.run_end("error", str(exc)))
             raise
@@ -276,6 +277,17 @@ class Run:
         verdict = judge(ledger)
         write_reports(self.dir, verdict, ledger)
         return verdict
+
+    def _target_code(self, what: str, call: Callable[[], T]) -> T:
+        """Run code of the target's; what it raises is a harness error naming that code, with its traceback."""
+        try:
+            return call()
+        except ChaosError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the target author's bug, reported as theirs
+            raise TargetCodeError(f"Target {self.target.name} raised {type(exc).__name__} in {what}: {exc}. "
+                                  "Everything the run started was stopped; the traceback follows.\n"
+                                  f"{traceback.format_exc()}") from exc
 
     def _recorder(self, environment: Environment, stack: ExitStack) -> Recorder | None:
         """The target's observer, installed before any job, its record journaled while the run goes on."""

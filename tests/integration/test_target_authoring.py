@@ -94,3 +94,18 @@ def test_check_sees_the_observers_record_of_the_claim_and_the_completion(tmp_pat
     assert result.code == 0, result.stdout + result.stderr
     assert "the observer recorded the queue's claim of job-0001 by w1" in result.stdout
     assert "the observer recorded the queue's completion of job-0001 by w1" in result.stdout
+
+
+def test_a_control_whose_setup_raises_is_the_targets_error_not_the_suites(tmp_path: Path) -> None:
+    folder = new(tmp_path, "raises", "postgres")
+    control = folder / "control.py"
+    control.write_text(control.read_text() + "\n\ndef _broken(self: object) -> None:\n"
+                       "    raise ValueError('my setup is wrong')\n\n\nControl.setup = _broken  # type: ignore\n")
+    result = chaos("run", "--target", str(folder), "--scenario", "no_faults", "--runs-dir", str(tmp_path / "runs"))
+    assert result.code == 3, result.stdout + result.stderr
+    assert "raised ValueError in its control's setup(): my setup is wrong" in result.stderr
+    assert "a bug in queue-chaos" not in result.stderr
+    assert result.verdict["verdict"] == "error"
+    checked = chaos("target", "check", str(folder), "--runs-dir", str(tmp_path / "runs"))
+    assert checked.code == 2 and "ValueError: my setup is wrong" in checked.stderr, checked.stderr
+    assert "Traceback" not in checked.stderr
