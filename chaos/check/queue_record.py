@@ -63,7 +63,7 @@ def judge_record(ledger: Sequence[Event], contract: Contract,
             message = (f"the queue's own record shows a completion of {job} by {completion.worker} accepted {by}: "
                        f"two owners' word on one job, and the queue took the stale one's (judged from the queue's "
                        f"record, order {completion.data.get('order')})")
-            detail = {"source": "queue", "actor": completion.worker, "owner": owner}
+            detail = {"source": "queue", "worker": completion.worker, "owner": owner}
             if contract.stale_ack == "accepted":
                 anomalies.append({"kind": STALE, "job": job, "exposure_s": 0.0, "source": "queue",
                                   "message": message + "; allowed: stale_ack = accepted"})

@@ -29,7 +29,7 @@ def test_a_stale_completion_the_queue_accepted_fails_whatever_the_worker_said() 
         assert verdict.evidence == {"claims": "queue", "completions": "queue"}
         stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
         assert len(stale) == 1 and "queue's own record" in stale[0].message, (said, verdict.violations)
-        assert stale[0].detail == {"source": "queue", "actor": "w1", "owner": "w2"}
+        assert stale[0].detail == {"source": "queue", "worker": "w1", "owner": "w2"}
         disagree = [a for a in verdict.anomalies
                     if a["kind"] == "sources_disagree" and "never reported" in a["message"]]
         assert bool(disagree) == (said is False), "refused by the worker, accepted by the queue: reported"
@@ -114,5 +114,5 @@ def test_the_records_library_worker_ids_are_read_as_the_suites_workers() -> None
     h.ack("j1", "w1", "t1").queue(COMPLETE, "j1", "celery@host-1", 4, "t2")
     verdict = check(h.snapshot(j1="done").events)
     stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
-    assert [v.detail for v in stale] == [{"source": "queue", "actor": "w1", "owner": "w2"}]
+    assert [v.detail for v in stale] == [{"source": "queue", "worker": "w1", "owner": "w2"}]
     assert not [a for a in verdict.anomalies if a["kind"] == "sources_disagree"], verdict.anomalies
