@@ -151,8 +151,10 @@ def probe(point: str, job: str, worker: str | None, data: dict[str, Any]) -> Rec
     return Record(PROBE_PREFIX + point, SINK, job, worker, data)
 
 
-def observer_start(observer: str, covers: list[str]) -> Record:
-    return Record(OBSERVER_START, OBSERVER, None, None, {"observer": observer, "covers": covers})
+def observer_start(observer: str, covers: list[str], note: str = "") -> Record:
+    """`note`: why it covers what it does here (nothing, on a server it may not look at), where it says."""
+    return Record(OBSERVER_START, OBSERVER, None, None,
+                  {"observer": observer, "covers": covers, **({"note": note} if note else {})})
 
 
 def queue_record(kind: str, job: str, actor: str | None, data: dict[str, Any]) -> Record:

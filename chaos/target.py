@@ -78,9 +78,12 @@ class Observer(Protocol):
 
     `covers`: the record kinds the queue lets it see (claim, complete, release, fail). The checker judges
     stale completions from the record only where it covers both claims and completions, and compares the
-    two sources only on what it covers: a broker that shows deliveries but not acks covers claims alone."""
+    two sources only on what it covers: a broker that shows deliveries but not acks covers claims alone.
+    A class attribute, or the instance's where the server decides: an observer that may not look at the
+    server it was given (a server of yours, not the suite's) covers nothing there, and may say why in a
+    `note` the run journals with it."""
 
-    covers: ClassVar[frozenset[str]]
+    covers: frozenset[str]
 
     def install(self) -> None:
         """Start recording (triggers, an event stream), after the control's setup and before any job."""

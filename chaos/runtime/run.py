@@ -295,7 +295,8 @@ class Run:
         if observer is None:
             return None
         stack.callback(observer.close)
-        self.ledger.append(events.observer_start(str(self.target.observer), sorted(observer.covers)))
+        self.ledger.append(events.observer_start(str(self.target.observer), sorted(observer.covers),
+                                                 str(getattr(observer, "note", "") or "")))
         observer.install()
         recorder = Recorder(observer, self.ledger).start()
         stack.callback(recorder.stop)
