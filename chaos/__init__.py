@@ -16,6 +16,7 @@ _EXPORTS = {
     "Contract": "chaos.contract", "Endpoint": "chaos.backends.base", "Backend": "chaos.backends.base",
     "TableQueueControl": "chaos.backends.postgres.control", "RedisQueueControl": "chaos.backends.redis.control",
     "TriggerObserver": "chaos.backends.postgres.observer", "Observer": "chaos.target", "QueueRecord": "chaos.target",
+    "ReplicaObserver": "chaos.backends.redis.observer",
     "BeanstalkdQueueControl": "chaos.backends.beanstalkd.control",
     "RabbitMQQueueControl": "chaos.backends.rabbitmq.control",
     # inside a worker process
@@ -34,10 +35,10 @@ _EXPORTS = {
 _MODULES = {"probe"}  # exported as modules, not as a name inside one
 
 __all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Context", "Contract", "Control",
-           "Endpoint", "Event", "Gate", "HarnessError", "HeldProbe", "Job", "JobState", "Ledger", "NotExercised",
-           "Observer", "QueueRecord", "RabbitMQQueueControl", "RedisQueueControl", "Run", "RunOptions", "RunResult",
-           "Scenario", "TableQueueControl", "Target", "TriggerObserver", "Verdict", "Violation", "check",
-           "find_scenario", "find_target", "judge", "probe", "read_events", "run_scenario"]
+           "Endpoint", "Event", "Gate", "HarnessError", "HeldProbe", "Job", "JobState", "Ledger",
+           "NotExercised", "Observer", "QueueRecord", "RabbitMQQueueControl", "RedisQueueControl", "ReplicaObserver",
+           "Run", "RunOptions", "RunResult", "Scenario", "TableQueueControl", "Target", "TriggerObserver", "Verdict",
+           "Violation", "check", "find_scenario", "find_target", "judge", "probe", "read_events", "run_scenario"]
 
 
 def __getattr__(name: str) -> Any:
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from chaos.backends.postgres.observer import TriggerObserver
     from chaos.backends.rabbitmq.control import RabbitMQQueueControl
     from chaos.backends.redis.control import RedisQueueControl
+    from chaos.backends.redis.observer import ReplicaObserver
     from chaos.check.checker import check, judge
     from chaos.check.verdict import Verdict, Violation
     from chaos.contract import Contract

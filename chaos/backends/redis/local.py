@@ -16,6 +16,10 @@ PERSISTENCE_ARGV = {  # the setting's values, as redis-server options
     "aof-always": ["--appendonly", "yes", "--appendfsync", "always"],
 }
 
+# An observer attaches as a replica (chaos.backends.redis.observer): its snapshot goes straight down the
+# socket, at once, so no RDB file appears in the data dir for a restart to load, whatever `persistence` says.
+REPLICA_ARGV = ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]
+
 
 def namespace(run_id: str) -> str:
     """The run's key prefix: every key a target makes starts with it."""
@@ -35,7 +39,7 @@ class LocalRedis(LocalServer):
     def argv(self) -> list[str]:
         return [require_binary("redis-server", "redis-server", "Redis"), "--port", str(self.port), "--bind", HOST,
                 "--dir", str(self.data_dir), "--save", "", "--daemonize", "no", "--protected-mode", "no",
-                "--logfile", "", *PERSISTENCE_ARGV[self.persistence]]
+                "--logfile", "", *PERSISTENCE_ARGV[self.persistence], *REPLICA_ARGV]
 
     def ready(self) -> bool:
         client = redis.Redis.from_url(self.url_at(HOST, self.port), socket_timeout=2, socket_connect_timeout=2)
