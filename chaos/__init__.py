@@ -16,7 +16,7 @@ _EXPORTS = {
     "Contract": "chaos.contract", "Endpoint": "chaos.backends.base", "Backend": "chaos.backends.base",
     "TableQueueControl": "chaos.backends.postgres.control", "RedisQueueControl": "chaos.backends.redis.control",
     "TriggerObserver": "chaos.backends.postgres.observer", "Observer": "chaos.target", "QueueRecord": "chaos.target",
-    "ReplicaObserver": "chaos.backends.redis.observer",
+    "ReplicaObserver": "chaos.backends.redis.observer", "FirehoseObserver": "chaos.backends.rabbitmq.observer",
     "BeanstalkdQueueControl": "chaos.backends.beanstalkd.control",
     "RabbitMQQueueControl": "chaos.backends.rabbitmq.control",
     # inside a worker process
@@ -35,7 +35,7 @@ _EXPORTS = {
 _MODULES = {"probe"}  # exported as modules, not as a name inside one
 
 __all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Context", "Contract", "Control",
-           "Endpoint", "Event", "Gate", "HarnessError", "HeldProbe", "Job", "JobState", "Ledger",
+           "Endpoint", "Event", "FirehoseObserver", "Gate", "HarnessError", "HeldProbe", "Job", "JobState", "Ledger",
            "NotExercised", "Observer", "QueueRecord", "RabbitMQQueueControl", "RedisQueueControl", "ReplicaObserver",
            "Run", "RunOptions", "RunResult", "Scenario", "TableQueueControl", "Target", "TriggerObserver", "Verdict",
            "Violation", "check", "find_scenario", "find_target", "judge", "probe", "read_events", "run_scenario"]
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from chaos.backends.postgres.control import TableQueueControl
     from chaos.backends.postgres.observer import TriggerObserver
     from chaos.backends.rabbitmq.control import RabbitMQQueueControl
+    from chaos.backends.rabbitmq.observer import FirehoseObserver
     from chaos.backends.redis.control import RedisQueueControl
     from chaos.backends.redis.observer import ReplicaObserver
     from chaos.check.checker import check, judge

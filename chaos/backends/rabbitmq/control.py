@@ -19,7 +19,7 @@ from chaos import events
 from chaos.backends.base import Backend, Endpoint
 from chaos.contract import Contract
 from chaos.target import Job, JobState
-from chaos.worker.rabbitmq import ATTEMPTS, DEAD, QUEUE, body, declare, parameters, parse, persistent
+from chaos.worker.rabbitmq import ATTEMPTS, CONTROL, DEAD, QUEUE, body, declare, parameters, parse, persistent
 
 NOT_FOUND = 404  # AMQP's reply code for a queue the broker does not have
 
@@ -36,13 +36,16 @@ class RabbitMQQueueControl:
     def channel(self) -> Any:
         """A fresh channel on one connection, reopened after the broker restarted under it."""
         if self._connection is None or self._connection.is_closed:
-            self._connection = pika.BlockingConnection(parameters(self.url))
+            self._connection = pika.BlockingConnection(parameters(self.url, name=CONTROL))
         return self._connection.channel()
 
     def setup(self) -> None:
+        """Declare the queues, then close the connection: the next one opens after an observer is installed,
+        whose record then knows it by name (the snapshot's basic.get is the suite's reading, not a claim)."""
         channel = self.channel()
         declare(channel)
         channel.close()
+        self.close()
 
     def enqueue(self, jobs: list[Job]) -> None:
         channel = self.channel()

@@ -24,6 +24,11 @@ USER = PASSWORD = "chaos"
 # The channel's tick is when RabbitMQ looks for deliveries past consumer_timeout (60 s by default);
 # RabbitMQ's own consumer-timeout tests shorten it the same way.
 TICK_MS = 200
+# For an observer (chaos.backends.rabbitmq.observer): the firehose on the node's vhost from boot, after every
+# restart too (the application setting `rabbitmqctl trace_on` changes, which a restart would forget), and
+# the event exchange, whose connection.created events name each connection. Bound to nothing, both publish
+# to no queue.
+TRACE_VHOSTS = '{trace_vhosts, [<<"/">>]}'
 
 
 def server_script() -> str:
@@ -109,14 +114,14 @@ class LocalRabbitMQ(LocalServer):
         for folder in ("mnesia", "log"):
             (base / folder).mkdir(exist_ok=True)
         (base / "rabbitmq-env.conf").write_text("")
-        plugins = "[rabbitmq_management]." if self.management else "[]."
-        (base / "enabled_plugins").write_text(plugins + "\n")
+        plugins = ["rabbitmq_event_exchange", *(["rabbitmq_management"] if self.management else [])]
+        (base / "enabled_plugins").write_text(f"[{','.join(plugins)}].\n")
         conf = [f"default_user = {USER}", f"default_pass = {PASSWORD}", "loopback_users = none",
                 "log.console = true", "log.file = false"]
         if self.management:
             conf += [f"management.tcp.port = {self.ports['management']}", f"management.tcp.ip = {HOST}"]
         (base / "rabbitmq.conf").write_text("\n".join(conf) + "\n")
-        rabbit = [f"{{channel_tick_interval, {TICK_MS}}}"]
+        rabbit = [f"{{channel_tick_interval, {TICK_MS}}}", TRACE_VHOSTS]
         if self.consumer_timeout_ms is not None:
             rabbit.append(f"{{consumer_timeout, {self.consumer_timeout_ms}}}")
         (base / "advanced.config").write_text(f"[{{rabbit, [{', '.join(rabbit)}]}}].\n")
