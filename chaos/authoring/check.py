@@ -140,8 +140,19 @@ def _judge_worker(report: CheckReport, ledger: list[Event]) -> None:
 
 
 def _judge_observer(report: CheckReport, ledger: list[Event]) -> None:
-    """The queue's own record, as the target's observer read it: the claim and the completion, by w1."""
+    """The queue's own record, as the target's observer read it: the claim and the completion, by w1, as
+    far as it covers them (a broker that shows no acks covers claims alone; on a server the observer may
+    not look at, it covers nothing and says why)."""
+    start = next((e for e in ledger if e.kind == events.OBSERVER_START), None)
+    covers = set(start.data.get("covers", ())) if start is not None else set()
+    if start is not None and not covers:
+        why = start.data.get("note") or "it does not say why"
+        report.passed.append(f"the observer covers nothing on this server: {why}")
+        return
     for kind, what in ((events.QUEUE_CLAIM, "claim"), (events.QUEUE_COMPLETE, "completion")):
+        if start is not None and kind.removeprefix("queue.") not in covers:
+            report.passed.append(f"the observer does not cover {what}s (the queue does not show them): not expected")
+            continue
         records = [e for e in ledger if e.kind == kind and e.job == JOB]
         if not records:
             report.problems.append(f"The observer ({report.target.observer}) recorded no {what} of {JOB}: its read() "
