@@ -29,6 +29,9 @@ HEADER = """\
 #   control.py  runs in the suite: creates the queue, enqueues the suite's jobs (the job id travels in
 #               your payload), gives each worker its connection from the endpoint it is handed, and
 #               reports every job's state at the end (snapshot: pending, claimed, done, dead).
+#   observer.py (where the template has one, named by `observer` below) reads the queue's own record of
+#               claims and completions, which the checker judges beside the probes; drop both to judge
+#               from the probes alone.
 #   [server]    the backend server's settings (`chaos list` shows what each provider takes);
 #   [params]    your queue's own knobs: typed TOML values, handed to workers as JSON (-p key=value);
 #   [contract]  what your queue promises, which every verdict judges (docs/writing-a-target.md: how to
