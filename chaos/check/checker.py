@@ -87,18 +87,21 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
 def _from_the_queues_record(ledger: Sequence[Event], contract: Contract, covers: frozenset[str],
                             violations: list[Violation],
                             anomalies: list[dict[str, Any]]) -> tuple[list[Violation], list[dict[str, Any]]]:
-    """Where the record covers claims and completions, stale completions as it shows them replace the
-    probes' reading of them, and a stale ack the probes show but the record does not is a disagreement."""
+    """Where the record covers claims and completions, it adds the stale completions it shows that the
+    probes did not (a handler that reported a refusal the queue did not make). A record never cancels what
+    the probes prove: a record can miss an entry (a write the queue did not log, a row it deleted), so a
+    stale ack the probes show and the record does not stays, and the disagreement is reported too."""
     from_record, record_anomalies = judge_record(ledger, contract, covers)
     if evidence(covers)["completions"] != "queue":
         return violations + from_record, anomalies + record_anomalies
-    flagged = {v.job for v in from_record} | {a["job"] for a in record_anomalies if a["kind"] == STALE}
-    for kept in (v for v in violations if v.kind == STALE and v.job not in flagged):
-        record_anomalies.append({"kind": DISAGREE, "job": kept.job, "exposure_s": 0.0, "source": "queue",
-                                 "message": f"the probes show a stale ack of {kept.job} accepted ({kept.message}), "
-                                            "but the queue's record shows no completion from a stale owner"})
-    return ([v for v in violations if v.kind != STALE] + from_record,
-            [a for a in anomalies if a["kind"] != STALE] + record_anomalies)
+    by_probes = {v.job for v in violations if v.kind == STALE} | {a["job"] for a in anomalies if a["kind"] == STALE}
+    by_record = {v.job for v in from_record} | {a["job"] for a in record_anomalies if a["kind"] == STALE}
+    for job in sorted(str(job) for job in by_probes - by_record):
+        record_anomalies.append({"kind": DISAGREE, "job": job, "exposure_s": 0.0, "source": "queue",
+                                 "message": f"the probes show a stale ack of {job} accepted, but the queue's record "
+                                            "shows no completion from a stale owner"})
+    return (violations + [v for v in from_record if v.job not in by_probes],
+            anomalies + [a for a in record_anomalies if a["kind"] != STALE or a["job"] not in by_probes])
 
 
 def _unsettled(history: JobHistory, contract: Contract) -> str:

@@ -133,6 +133,9 @@ class ScenarioContext:
     # -- faults ----------------------------------------------------------------------------------
 
     def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree", pid: int | None = None) -> list[int]:
+        if scope == "sender" and pid is None:
+            raise ConfigError("ctx.kill(..., scope='sender') needs the pid of the process that sent the probe "
+                              "(held.pid); ctx.kill_held(gate, scope='sender') passes it.")
         sender = {"pid": pid} if scope == "sender" else {}
         pids: list[int] = self.nemesis.inject(kill.KIND.name, worker, _armed_or_none(gate), scope=scope,
                                               **sender)["pids"]

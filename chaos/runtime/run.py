@@ -42,6 +42,7 @@ from chaos.runtime.deadline import deadline, default_deadline_s
 from chaos.runtime.environment import Environment
 from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import Nemesis
+from chaos.runtime.recorder import KINDS as RECORD_KINDS
 from chaos.runtime.recorder import Recorder
 from chaos.runtime.sink import Sink
 from chaos.runtime.supervisor import Supervisor
@@ -295,6 +296,11 @@ class Run:
         if observer is None:
             return None
         stack.callback(observer.close)
+        covers = getattr(observer, "covers", None)
+        if not isinstance(covers, (set, frozenset)) or not covers <= set(RECORD_KINDS):
+            raise ConfigError(f"Target {self.target.name}: its observer {self.target.observer} has covers = "
+                              f"{covers!r}; expected a set of the record kinds it sees, among "
+                              f"{', '.join(RECORD_KINDS)} (empty where the server shows none).")
         self.ledger.append(events.observer_start(str(self.target.observer), sorted(observer.covers),
                                                  str(getattr(observer, "note", "") or "")))
         observer.install()

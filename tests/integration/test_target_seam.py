@@ -73,11 +73,14 @@ def test_pg_lease_is_judged_from_the_queues_own_record_and_from_probes_alike(tmp
         assert result.code == 1, result.stdout + result.stderr
         assert result.verdict["evidence"] == {"claims": source, "completions": source}
         assert [v["kind"] for v in result.verdict["violations"]] == ["stale_ack_accepted"]
-    assert "queue's own record" in by_queue.verdict["violations"][0]["message"]
+    job = by_queue.verdict["violations"][0]["job"]
     assert "--no-observer" in by_probes.verdict["reproduce"]
     with closing(sqlite3.connect(by_queue.dir / "ledger.sqlite")) as db:
         kinds = {kind for (kind,) in db.execute("SELECT kind FROM events WHERE kind LIKE 'queue.%'")}
+        completers = {w for (w,) in db.execute("SELECT worker FROM events WHERE kind = 'queue.complete' AND job = ?",
+                                               (job,))}
     assert kinds == {"queue.claim", "queue.complete"}, kinds
+    assert completers == {"w1", "w2"}, "the queue's record shows both owners' completions of the job"
     correct = chaos("run", "--target", "pg_lease", "--scenario", "kill_after_effect_before_ack", "--seed", "1",
                     "--runs-dir", str(tmp_path / "correct"))
     assert correct.code == 0 and correct.verdict["evidence"]["completions"] == "queue"

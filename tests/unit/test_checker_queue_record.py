@@ -24,12 +24,16 @@ def stale_run(w1_says: bool | None) -> History:
 
 
 def test_a_stale_completion_the_queue_accepted_fails_whatever_the_worker_said() -> None:
+    """Reported accepted, the probes prove it (one violation, theirs); reported refused or unknown, only the
+    record shows it, and it fails all the same."""
     for said in (True, False, None):
         verdict = check(stale_run(said).events)
         assert verdict.evidence == {"claims": "queue", "completions": "queue"}
         stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
-        assert len(stale) == 1 and "queue's own record" in stale[0].message, (said, verdict.violations)
-        assert stale[0].detail == {"source": "queue", "worker": "w1", "owner": "w2"}
+        assert len(stale) == 1, (said, verdict.violations)
+        if said is not True:
+            assert "queue's own record" in stale[0].message
+            assert stale[0].detail == {"source": "queue", "worker": "w1", "owner": "w2"}
         disagree = [a for a in verdict.anomalies
                     if a["kind"] == "sources_disagree" and "never reported" in a["message"]]
         assert bool(disagree) == (said is False), "refused by the worker, accepted by the queue: reported"
@@ -66,7 +70,7 @@ def test_a_completion_after_the_queue_released_the_job_is_stale() -> None:
 
 def test_stale_ack_accepted_by_contract_is_an_anomaly_from_the_record() -> None:
     contract = Contract(recovery_bound_s=2.0, lease_s=1.0, stale_ack="accepted", overlap="after-lease-loss")
-    h = stale_run(True)
+    h = stale_run(False)
     h.events[0] = h.events[0]._replace(data=dict(h.events[0].data, contract=contract.to_dict()))
     verdict = check(h.events)
     assert not [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
@@ -111,8 +115,22 @@ def test_the_records_library_worker_ids_are_read_as_the_suites_workers() -> None
     h.effect("j1", "w1", "t1")
     h.claim("j1", "w2", "t2", dt=1.5, library_id="celery@host-2").queue(CLAIM, "j1", "celery@host-2", 2, "t2")
     h.effect("j1", "w2", "t2").ack("j1", "w2", "t2").queue(COMPLETE, "j1", "celery@host-2", 3, "t2")
-    h.ack("j1", "w1", "t1").queue(COMPLETE, "j1", "celery@host-1", 4, "t2")
+    h.ack("j1", "w1", "t1", ok=None).queue(COMPLETE, "j1", "celery@host-1", 4, "t2")
     verdict = check(h.snapshot(j1="done").events)
     stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
     assert [v.detail for v in stale] == [{"source": "queue", "worker": "w1", "owner": "w2"}]
     assert not [a for a in verdict.anomalies if a["kind"] == "sources_disagree"], verdict.anomalies
+
+
+def test_a_record_that_misses_a_stale_ack_the_probes_prove_never_cancels_it() -> None:
+    """The queue's log lacks the stale owner's completion (a write it does not log, an unattributable one):
+    the probes' proof stands, and the disagreement is reported."""
+    h = History(LEASE).enqueue("j1")
+    h.claim("j1", "w1", "t1").queue(CLAIM, "j1", "w1", 1, "t1").effect("j1", "w1", "t1")
+    h.claim("j1", "w2", "t2", dt=1.5).queue(CLAIM, "j1", "w2", 2, "t2").effect("j1", "w2", "t2")
+    h.ack("j1", "w2", "t2").queue(COMPLETE, "j1", "w2", 3, "t2")
+    h.ack("j1", "w1", "t1").queue(COMPLETE, "j1", None, 4, "t2")
+    verdict = check(h.snapshot(j1="done").events)
+    assert verdict.verdict == "fail" and "stale_ack_accepted" in [v.kind for v in verdict.violations]
+    assert any(a["kind"] == "sources_disagree" and "probes show a stale ack" in a["message"]
+               for a in verdict.anomalies)

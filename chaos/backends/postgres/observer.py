@@ -55,7 +55,11 @@ class TriggerObserver:
     def __init__(self, backend: PostgresBackend, params: dict[str, Any], contract: Contract) -> None:
         self.dsn = backend.dsn
         self._conn: psycopg.Connection[Any] | None = None
-        self._last = 0
+        # A row's seq is taken when its trigger runs, not when its transaction commits: a lower seq may
+        # become visible after a higher one was read. So every row above the highest seq below which all
+        # were seen is read again, and only the unseen are returned.
+        self._floor = 0
+        self._seen: set[int] = set()
 
     def _connection(self) -> psycopg.Connection[Any]:
         """One autocommit connection, reopened after the backend restarted under it."""
@@ -70,14 +74,17 @@ class TriggerObserver:
 
     def read(self) -> list[QueueRecord]:
         try:
-            rows = self._connection().execute(READ, (self._last,)).fetchall()
+            rows = self._connection().execute(READ, (self._floor,)).fetchall()
         except psycopg.OperationalError:
             if self._conn is not None:
                 self._conn.close()
             raise
-        if rows:
-            self._last = rows[-1][0]
-        return [QueueRecord(kind, job, actor, at, seq, token) for seq, at, job, kind, actor, token in rows]
+        fresh = [row for row in rows if row[0] not in self._seen]
+        self._seen.update(row[0] for row in fresh)
+        while self._floor + 1 in self._seen:
+            self._seen.discard(self._floor + 1)
+            self._floor += 1
+        return [QueueRecord(kind, job, actor, at, seq, token) for seq, at, job, kind, actor, token in fresh]
 
     def close(self) -> None:
         if self._conn is not None:
