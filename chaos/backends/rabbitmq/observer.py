@@ -40,6 +40,7 @@ from chaos.target import QueueRecord
 from chaos.worker.rabbitmq import CONTROL, DEAD, QUEUE, TRANSIENT, parameters, parse
 
 NAME = "chaos-observer"
+CLOSE_WAIT_S = 5.0  # how long close() waits for a barrier publish under way
 SINK = "chaos.observer"  # the observer's own queue, durable: what the node traces while it is away waits there
 BARRIER = "x-chaos-observer-barrier"  # header of the observer's own marker, published straight to its queue
 TRACE, EVENTS = "amq.rabbitmq.trace", "amq.rabbitmq.event"
@@ -158,12 +159,18 @@ class FirehoseObserver:
         self._closed.set()
         if self._thread.is_alive():
             self._thread.join(5)
-        with self._barrier_lock:
+        # A barrier publish still waiting for its confirm (the reading thread, left by a bounded join) holds
+        # the lock: its connection then ends with the node, and the close never waits on it.
+        if not self._barrier_lock.acquire(timeout=CLOSE_WAIT_S):
+            return
+        try:
             if self._barrier_connection is not None and self._barrier_connection.is_open:
                 try:
                     self._barrier_connection.close()
                 except TRANSIENT:
                     pass
+        finally:
+            self._barrier_lock.release()
 
     def _named(self) -> bool:
         """Every trace's connection named, or the oldest unnamed one waited NAME_WAIT_S for its name."""
