@@ -20,7 +20,7 @@ from chaos import events
 from chaos.check.fault_reports import fault_reports, recovery_summary
 from chaos.check.history import JobHistory, RunHistory
 from chaos.check.judgement import judge_job, unsettled_for
-from chaos.check.queue_record import DISAGREE, STALE, covered, evidence, judge_record
+from chaos.check.queue_record import DISAGREE, STALE, committed, covered, evidence, judge_record
 from chaos.check.scan import scan
 from chaos.check.verdict import OUTCOMES, FaultReport, Verdict, Violation
 from chaos.contract import Contract
@@ -58,7 +58,9 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
     if contract is None:
         start = next((e.data for e in ledger if e.kind == events.RUN_START), {})
         contract = Contract.from_dict(dict(start.get("contract", {})), "ledger run.start")
-    run = scan(ledger, contract.renewal_bound_s or float("inf"), contract.lease_scope == "worker")
+    covers = covered(ledger)
+    run = scan(ledger, contract.renewal_bound_s or float("inf"), contract.lease_scope == "worker",
+               committed(ledger, covers))
     violations: list[Violation] = []
     anomalies: list[dict[str, Any]] = []
     outcomes: dict[str, str] = {}
@@ -67,7 +69,6 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         outcomes[job] = outcome
         violations += found
         anomalies += allowed
-    covers = covered(ledger)
     source = evidence(covers)
     if covers:
         violations, anomalies = _from_the_queues_record(ledger, contract, covers, violations, anomalies)

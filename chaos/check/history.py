@@ -192,6 +192,9 @@ class RunHistory:
     snapshot_taken: bool = False
     origin: float | None = None
     network: dict[str, Any] | None = None  # the network.start event's data: which Toxiproxy
+    # (job, worker, token) -> the queue's own record of that claim (`chaos.check.queue_record.committed`):
+    # its order is the queue's order of commits, its journal time an upper bound of the commit's
+    committed: dict[tuple[str, str, str], Event] = field(default_factory=dict)
 
     def job(self, job: str) -> JobHistory:
         history = self.jobs.get(job)

@@ -35,6 +35,28 @@ def evidence(covers: frozenset[str]) -> dict[str, str]:
             "completions": "queue" if {"claim", "complete"} <= covers else "probes"}
 
 
+def committed(ledger: Sequence[Event], covers: frozenset[str]) -> dict[tuple[str, str, str], Event]:
+    """The record's claims by (job, worker, token), where it covers claims and names the claim's token (a
+    claim it does not name cannot be told from another of the same worker's), for the scan to place each
+    reported claim in the queue's order (`chaos.check.scan`)."""
+    if "claim" not in covers:
+        return {}
+    names = _suites_names(ledger)
+    claims: dict[tuple[str, str, str], Event] = {}
+    for event in ledger:
+        token = event.data.get("token")
+        if event.kind == events.QUEUE_CLAIM and event.job is not None and event.worker and token is not None:
+            worker = names.get(event.worker) or event.worker
+            claims.setdefault((event.job, worker, str(token)), event)  # the record's tokens are text
+    return claims
+
+
+def _suites_names(ledger: Sequence[Event]) -> dict[str, str | None]:
+    """The library's worker ids the probes said they are, mapped to the suite's worker names."""
+    return {str(e.data["library_id"]): e.worker for e in ledger
+            if e.kind.startswith(events.PROBE_PREFIX) and e.data.get("library_id")}
+
+
 def judge_record(ledger: Sequence[Event], contract: Contract,
                  covers: frozenset[str]) -> tuple[list[Violation], list[dict[str, Any]]]:
     """Stale completions the queue accepted (violations, or anomalies where stale_ack = accepted), where the
@@ -43,8 +65,7 @@ def judge_record(ledger: Sequence[Event], contract: Contract,
     records: dict[str, list[Event]] = defaultdict(list)
     probes: dict[str, list[Event]] = defaultdict(list)
     origin = ledger[0].mono if ledger else 0.0
-    names = {str(e.data["library_id"]): e.worker for e in ledger
-             if e.kind.startswith(events.PROBE_PREFIX) and e.data.get("library_id")}
+    names = _suites_names(ledger)
     for event in ledger:
         if event.job is None:
             continue

@@ -26,6 +26,9 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
 - claims in flight: a claim sent before a fault froze or ended its worker, but reported after it, is
   judged when it was sent (`chaos.check.in_flight`): placed before any claim of the job made after it,
   ended by its process's reaped exit, and lost to the fault it crossed.
+- claims the queue committed: where the queue's own record names a claim's token, the claim is judged
+  no later than the record reached the ledger, and in the queue's order of commits, not its report's
+  arrival (a batch picker reports each job's claim when its handler starts, long after the commit).
 - heartbeat gaps: each owner's longest gap between accepted extensions (or its claim and first
   extension) that no fault on its worker explains, for the lease rule the contract judges (`heartbeat_gap`).
 - worker leases (lease_scope = worker): a heartbeat is its worker's, so it extends (or, failing, loses)
@@ -55,11 +58,13 @@ _SINK = events.SINK
 _CONTEXT = ("process.", "fault.", "backend.", "network.")  # process, backend and proxy events; the rest of a fault's
 
 
-def scan(ledger: Iterable[Event], gap_floor: float = 0.0, worker_leases: bool = False) -> RunHistory:
+def scan(ledger: Iterable[Event], gap_floor: float = 0.0, worker_leases: bool = False,
+         committed: dict[tuple[str, str, str], Event] | None = None) -> RunHistory:
     """The run's history; job events (the bulk of a ledger) take the shortest path through the loop.
     Heartbeat gaps up to `gap_floor` are not kept (the contract's lease: shorter ones break no rule);
-    `worker_leases`: a heartbeat extends every job its worker holds (lease_scope = worker)."""
-    run = RunHistory(gap_floor=gap_floor, worker_leases=worker_leases)
+    `worker_leases`: a heartbeat extends every job its worker holds (lease_scope = worker); `committed`:
+    the queue's record of each claim it names by token."""
+    run = RunHistory(gap_floor=gap_floor, worker_leases=worker_leases, committed=committed or {})
     jobs = run.jobs
     watched = run.watched
     last_probe = run.last_probe
@@ -172,7 +177,13 @@ def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
     if flight is not None:  # sent before a fault froze or ended its worker: judged at that time
         execution.at = execution.extended_at = flight.at
         execution.since = execution.extended_seq = flight.since
-        successor = _successor(history, execution)
+        successor = _successor(run, history, execution)
+    record = run.committed.get((history.job, execution.worker, str(execution.token))) if run.committed else None
+    if record is not None:  # the queue's record: committed by the time it was journaled, in the queue's order
+        if record.mono < execution.at:
+            execution.at = execution.extended_at = record.mono
+            execution.since = execution.extended_seq = min(execution.since, record.seq)
+        successor = _successor(run, history, execution)
     if successor is None:
         _take(run, history, execution, event)
     else:
@@ -181,14 +192,25 @@ def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
         _crossed(run, history, execution, flight, successor)
 
 
-def _successor(history: JobHistory, execution: Execution) -> Execution | None:
-    """The earliest of the job's claims reported since, but made after this one (its report came late)."""
+def _successor(run: RunHistory, history: JobHistory, execution: Execution) -> Execution | None:
+    """The earliest of the job's claims reported since, but made after this one (its report came late):
+    by the queue's order of commits where its record has both claims, else by when each was made."""
+    mine = _order(run, execution)
     successor = None
     for other in reversed(history.executions):
-        if other.at <= execution.at or (other.worker, other.token) == (execution.worker, execution.token):
+        if (other.worker, other.token) == (execution.worker, execution.token):
+            break
+        theirs = _order(run, other)
+        if not (theirs > mine if mine is not None and theirs is not None else other.at > execution.at):
             break
         successor = other
     return successor
+
+
+def _order(run: RunHistory, execution: Execution) -> Any:
+    """Where the queue's record has this claim, its place in the queue's order of commits."""
+    record = run.committed.get((execution.job, execution.worker, str(execution.token))) if run.committed else None
+    return None if record is None else record.data.get("order")
 
 
 def _insert_before(run: RunHistory, history: JobHistory, execution: Execution, successor: Execution) -> None:

@@ -134,3 +134,65 @@ def test_a_record_that_misses_a_stale_ack_the_probes_prove_never_cancels_it() ->
     assert verdict.verdict == "fail" and "stale_ack_accepted" in [v.kind for v in verdict.violations]
     assert any(a["kind"] == "sources_disagree" and "probes show a stale ack" in a["message"]
                for a in verdict.anomalies)
+
+
+def batch_picked(recorded: bool) -> History:
+    """w1 commits a batch's claim of j1 (the queue's record, token t1) and its handler reports the claim
+    0.8 s later; w1 is killed, and w2 reclaims 1.3 s after the commit: past the 1 s lease, though only
+    0.5 s after w1's report."""
+    h = History(LEASE).enqueue("j1").start("w1").start("w2", pid=4343)
+    if recorded:
+        h.queue(CLAIM, "j1", "w1", 1, "t1")
+    h.claim("j1", "w1", "t1", dt=0.8).kill("w1").claim("j1", "w2", "t2", dt=0.5)
+    if recorded:
+        h.queue(CLAIM, "j1", "w2", 2, "t2")
+    h.effect("j1", "w2", "t2").ack("j1", "w2", "t2")
+    if recorded:
+        h.queue(COMPLETE, "j1", "w2", 3, "t2")
+    return h.snapshot(j1="done")
+
+
+def test_a_batch_pickers_late_claim_report_is_judged_at_the_queues_commit() -> None:
+    """Read at its report's arrival, w1's claim makes w2's reclaim look early; the queue's record of the
+    claim shows it was committed 1.3 s before, so the lease had run out (and the run passes)."""
+    by_probes = check(batch_picked(recorded=False).events)
+    assert [v.kind for v in by_probes.violations] == ["early_reclaim"], by_probes.violations
+    by_record = check(batch_picked(recorded=True).events)
+    assert by_record.verdict == "pass", by_record.violations
+    assert by_record.anomalies == []
+
+
+def reported_out_of_order(recorded: bool) -> History:
+    """The queue commits w1's claim (order 1), w1 is stopped before it reports it, and after w1's lease
+    w2 claims (order 2) and reports first; w1 resumes and reports its claim while w2 is still at work,
+    its ack is refused, and w2 completes the job."""
+    h = History(LEASE).enqueue("j1").start("w1").start("w2", pid=4343)
+    if recorded:
+        h.queue(CLAIM, "j1", "w1", 1, "t1")
+    h.stop("w1").claim("j1", "w2", "t2", dt=1.2)
+    if recorded:
+        h.queue(CLAIM, "j1", "w2", 2, "t2")
+    h.effect("j1", "w2", "t2").heal("w1").claim("j1", "w1", "t1").ack("j1", "w1", "t1", ok=False)
+    h.ack("j1", "w2", "t2")
+    if recorded:
+        h.queue(COMPLETE, "j1", "w2", 3, "t2")
+    return h.snapshot(j1="done")
+
+
+def test_the_queues_order_of_claims_not_their_reports_says_who_took_the_job_from_whom() -> None:
+    """A worker that does not stamp its probes (`sent`): by arrival, stopped w1 took the job from a healthy
+    w2 (premature_reclaim); by the queue's record, w2 took it from w1 after w1's lease, as it should."""
+    by_probes = check(reported_out_of_order(recorded=False).events)
+    assert "premature_reclaim" in [v.kind for v in by_probes.violations], by_probes.violations
+    by_record = check(reported_out_of_order(recorded=True).events)
+    assert by_record.verdict == "pass", by_record.violations
+
+
+def test_near_miss_a_record_without_tokens_leaves_the_reports_order_standing() -> None:
+    """A record that does not name a claim's token cannot be matched to one report of several by the
+    same worker, so it places nothing: the early reclaim stays."""
+    h = History(LEASE).enqueue("j1").start("w1").start("w2", pid=4343).queue(CLAIM, "j1", "w1", 1)
+    h.claim("j1", "w1", "t1", dt=0.8).kill("w1").claim("j1", "w2", "t2", dt=0.5).queue(CLAIM, "j1", "w2", 2)
+    h.effect("j1", "w2", "t2").ack("j1", "w2", "t2").queue(COMPLETE, "j1", "w2", 3)
+    verdict = check(h.snapshot(j1="done").events)
+    assert "early_reclaim" in [v.kind for v in verdict.violations], verdict.violations
