@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     # authoring targets
-    "Control": "chaos.target", "Job": "chaos.target", "JobState": "chaos.target", "Target": "chaos.target",
+    "Control": "chaos.target", "KeepsNoCompletions": "chaos.target", "Job": "chaos.target",
+    "JobState": "chaos.target", "Target": "chaos.target",
     "Contract": "chaos.contract", "Endpoint": "chaos.backends.base", "Backend": "chaos.backends.base",
     "TableQueueControl": "chaos.backends.postgres.control", "RedisQueueControl": "chaos.backends.redis.control",
     "TriggerObserver": "chaos.backends.postgres.observer", "Observer": "chaos.target", "QueueRecord": "chaos.target",
@@ -35,7 +36,8 @@ _EXPORTS = {
 _MODULES = {"probe"}  # exported as modules, not as a name inside one
 
 __all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Context", "Contract", "Control",
-           "Endpoint", "Event", "FirehoseObserver", "Gate", "HarnessError", "HeldProbe", "Job", "JobState", "Ledger",
+           "Endpoint", "Event", "FirehoseObserver", "Gate", "HarnessError", "HeldProbe", "Job", "JobState",
+           "KeepsNoCompletions", "Ledger",
            "NotExercised", "Observer", "QueueRecord", "RabbitMQQueueControl", "RedisQueueControl", "ReplicaObserver",
            "Run", "RunOptions", "RunResult", "Scenario", "TableQueueControl", "Target", "TriggerObserver", "Verdict",
            "Violation", "check", "find_scenario", "find_target", "judge", "probe", "read_events", "run_scenario"]
@@ -73,5 +75,5 @@ if TYPE_CHECKING:
     from chaos.ledger import Ledger, read_events
     from chaos.runtime.run import Run, RunOptions, RunResult, run_scenario
     from chaos.scenario import Context, Gate, HeldProbe, Scenario
-    from chaos.target import Control, Job, JobState, Observer, QueueRecord, Target
+    from chaos.target import Control, Job, JobState, KeepsNoCompletions, Observer, QueueRecord, Target
     from chaos.worker import probe

@@ -72,12 +72,16 @@ QUEUE_PREFIX = "queue."
 QUEUE_CLAIM, QUEUE_COMPLETE, QUEUE_RELEASE, QUEUE_FAIL = "queue.claim", "queue.complete", "queue.release", "queue.fail"
 QUEUE_KINDS = (QUEUE_CLAIM, QUEUE_COMPLETE, QUEUE_RELEASE, QUEUE_FAIL)
 OBSERVER_START = "observer.start"  # a target's observer installed: what it is and which record kinds it covers
+# The control's answer, for an ack its worker reported with ok null (a library completes jobs out of the
+# handler's sight), whether the queue took that completion: accepted, refused or unknown.
+COMPLETION = "control.completion"
+COMPLETIONS = ("accepted", "refused", "unknown")
 KINDS = frozenset({
     RUN_START, RUN_END, ENQUEUE, SNAPSHOT, SNAPSHOT_TAKEN, DRAINED, DRAIN_TIMEOUT, PROBE_CLAIM, PROBE_EFFECT,
     PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
     GATE_RELEASED, FAULT, FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, CONTAINMENT, BACKEND_START,
     BACKEND_RESTART, BACKEND_EXIT, NETWORK_START, NETWORK_CUT, NETWORK_HELD,
-    BACKEND_PREPARE, NETWORK_PROXY, FAULT_WAIVED, OBSERVER_START, *QUEUE_KINDS,
+    BACKEND_PREPARE, NETWORK_PROXY, FAULT_WAIVED, OBSERVER_START, COMPLETION, *QUEUE_KINDS,
 })
 
 
@@ -161,6 +165,11 @@ def queue_record(kind: str, job: str, actor: str | None, data: dict[str, Any]) -
     """One entry of the queue's own record; `actor`: the suite's name of the worker it names, `data`: the
     queue's own fields (its timestamp `at`, its order `order`, the library's worker id `library_id`, token)."""
     return Record(kind, OBSERVER, job, actor, data)
+
+
+def completion(job: str, worker: str | None, token: str, outcome: str) -> Record:
+    """The control's word on the completion of `job` by `worker`'s execution `token` (one of COMPLETIONS)."""
+    return Record(COMPLETION, CONTROLLER, job, worker, {"token": token, "outcome": outcome})
 
 
 def probe_dropped(point: str, job: str, worker: str | None, fields: dict[str, Any], reason: str) -> Record:

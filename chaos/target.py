@@ -120,7 +120,25 @@ class Control(Protocol):
     def snapshot(self) -> list[JobState]:
         """Every job as the queue itself sees it: pending, claimed (by whom), done, dead, or absent."""
 
+    def completion(self, job: str, token: str) -> str:
+        """Whether the queue took the completion of `job` by the execution that claimed it with `token`:
+        "accepted", "refused" (it was no longer that execution's to complete) or "unknown". Asked for each
+        ack a worker reported with ok null (a library that completes jobs itself, out of the handler's
+        sight), while the run drains and before its final snapshot. A queue that keeps no record of which
+        execution completed a job answers "unknown" (`KeepsNoCompletions`)."""
+
     def close(self) -> None: ...
+
+
+CONTROL_MEMBERS = ("shows_deliveries", "setup", "enqueue", "worker_env", "snapshot", "completion", "close")
+
+
+class KeepsNoCompletions:
+    """For a control whose queue keeps no record of which execution completed a job: the workers' acks
+    say what they can, and the control answers every question about one "unknown"."""
+
+    def completion(self, job: str, token: str) -> str:
+        return "unknown"
 
 
 @dataclass(frozen=True)
@@ -189,6 +207,13 @@ class Target:
 
     def load_control(self, backend: Backend) -> Control:
         control: Control = self._construct(self.control, "control", backend)
+        missing = [name for name in CONTROL_MEMBERS if not hasattr(control, name)]
+        if missing:
+            raise ConfigError(f"{self.path / 'target.toml'}: its control {self.control} has no {', '.join(missing)}. "
+                              f"A control provides {', '.join(CONTROL_MEMBERS)} (chaos.Control says what each "
+                              "does); subclass the backend's base control (TableQueueControl, RedisQueueControl, "
+                              "RabbitMQQueueControl, BeanstalkdQueueControl), or chaos.KeepsNoCompletions for "
+                              "completion(), to inherit what the queue does not need to say.")
         return control
 
     def load_observer(self, backend: Backend) -> Observer | None:

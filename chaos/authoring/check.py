@@ -132,11 +132,26 @@ def _judge_worker(report: CheckReport, ledger: list[Event]) -> None:
     if not acks:
         problem(f"No ack probe for {JOB}: the worker must call probe.ack(job, token, ok) after asking the queue to "
                 "complete the job, with ok saying whether the queue accepted it.")
+    elif acks[-1].data.get("ok") is None:
+        _judge_answer(report, ledger)
     elif acks[-1].data.get("ok") is not True:
         problem(f"The ack probe for {JOB} says ok={acks[-1].data.get('ok')!r}: in a fault-free run the queue should "
                 "accept the ack; ok must be what the queue answered (True for a completion that took effect).")
     else:
         ok(f"{WORKER} acked {JOB} and the queue accepted it")
+
+
+def _judge_answer(report: CheckReport, ledger: list[Event]) -> None:
+    """An ack the worker could not vouch for (ok null): the control must say the queue took it."""
+    answers = [e.data.get("outcome") for e in ledger if e.kind == events.COMPLETION and e.job == JOB]
+    if "accepted" in answers:
+        report.passed.append(f"{WORKER} acked {JOB} with ok null, and the control says the queue took the completion")
+        return
+    report.problems.append(
+        f"The ack probe for {JOB} says ok=None and the control's completion({JOB!r}, token) answered "
+        f"{answers[-1] if answers else 'nothing'!r}: in a fault-free run the queue takes the completion. Send ok as "
+        "the queue answered where the worker can know it; where the library completes the job itself, make "
+        "Control.completion read the queue's record of it (huey_redis reads huey's result store).")
 
 
 def _judge_observer(report: CheckReport, ledger: list[Event]) -> None:

@@ -17,6 +17,7 @@ from http import HTTPStatus
 from typing import Any
 
 from chaos import events
+from chaos.check.control_answers import answered
 from chaos.check.fault_reports import fault_reports, recovery_summary
 from chaos.check.history import JobHistory, RunHistory
 from chaos.check.judgement import judge_job, unsettled_for
@@ -59,8 +60,9 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         start = next((e.data for e in ledger if e.kind == events.RUN_START), {})
         contract = Contract.from_dict(dict(start.get("contract", {})), "ledger run.start")
     covers = covered(ledger)
+    answers = answered(ledger)
     run = scan(ledger, contract.renewal_bound_s or float("inf"), contract.lease_scope == "worker",
-               committed(ledger, covers))
+               committed(ledger, covers), answers)
     violations: list[Violation] = []
     anomalies: list[dict[str, Any]] = []
     outcomes: dict[str, str] = {}
@@ -70,6 +72,8 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         violations += found
         anomalies += allowed
     source = evidence(covers)
+    if answers and source["completions"] == "probes":
+        source["completions"] = "probes and control"  # acks reported with ok null, judged by the control's word
     if covers:
         violations, anomalies = _from_the_queues_record(ledger, contract, covers, violations, anomalies)
     faults = fault_reports(run)

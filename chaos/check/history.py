@@ -195,6 +195,9 @@ class RunHistory:
     # (job, worker, token) -> the queue's own record of that claim (`chaos.check.queue_record.committed`):
     # its order is the queue's order of commits, its journal time an upper bound of the commit's
     committed: dict[tuple[str, str, str], Event] = field(default_factory=dict)
+    # (job, worker, token) -> the control's answer on an ack its worker reported with ok null
+    # (`chaos.check.control_answers`): True where the queue took that completion
+    answered: dict[tuple[str, str | None, str], bool] = field(default_factory=dict)
 
     def job(self, job: str) -> JobHistory:
         history = self.jobs.get(job)

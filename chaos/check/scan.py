@@ -8,8 +8,9 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
   that excuses a reclaim (its kind says so: a kill, stop or restart of it since its claim, a clock
   fault on it, a backend restart since) reached it.
 - `stale_ack_accepted`: an accepted ack by an execution that had been superseded. An ack whose outcome
-  the worker could not learn (`ok` null) ends its execution and proves nothing either way: the final
-  snapshot says whether the job was done.
+  the worker could not learn (`ok` null) is judged as the target's control answered it
+  (`chaos.check.control_answers`); unanswered, it ends its execution and proves nothing either way:
+  the final snapshot says whether the job was done.
 - `effect_after_lease_loss`: an accepted effect by a superseded execution; exposure = effect time -
   the superseding claim's time.
 - `stale_extension_accepted`: a heartbeat reported `ok` by a superseded execution, when an earlier
@@ -59,12 +60,15 @@ _CONTEXT = ("process.", "fault.", "backend.", "network.")  # process, backend an
 
 
 def scan(ledger: Iterable[Event], gap_floor: float = 0.0, worker_leases: bool = False,
-         committed: dict[tuple[str, str, str], Event] | None = None) -> RunHistory:
+         committed: dict[tuple[str, str, str], Event] | None = None,
+         answered: dict[tuple[str, str | None, str], bool] | None = None) -> RunHistory:
     """The run's history; job events (the bulk of a ledger) take the shortest path through the loop.
     Heartbeat gaps up to `gap_floor` are not kept (the contract's lease: shorter ones break no rule);
     `worker_leases`: a heartbeat extends every job its worker holds (lease_scope = worker); `committed`:
-    the queue's record of each claim it names by token."""
-    run = RunHistory(gap_floor=gap_floor, worker_leases=worker_leases, committed=committed or {})
+    the queue's record of each claim it names by token; `answered`: the control's word on acks reported
+    with ok null."""
+    run = RunHistory(gap_floor=gap_floor, worker_leases=worker_leases, committed=committed or {},
+                     answered=answered or {})
     jobs = run.jobs
     watched = run.watched
     last_probe = run.last_probe
@@ -410,6 +414,10 @@ def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
     execution = _execution(history, event)
     if execution is None:
         return
+    if event.data.get("ok") is None and run.answered:
+        ok = run.answered.get((history.job, event.worker, str(event.data.get("token"))))
+        if ok is not None:  # the worker could not know; the control said what the queue did
+            event = event._replace(data=dict(event.data, ok=ok, answered_by="control"))
     if event.data.get("ok"):
         owner = history.latest
         if owner is not None and owner is not execution:

@@ -58,7 +58,8 @@ class Verdict:
     # A worker's refused probe makes the run an error; a stranger's (no valid run token) is only reported.
     refused: list[dict[str, Any]] = field(default_factory=list)
     # Which source judged claims and completions: "queue" (a target observer's record of the queue's own
-    # commits) or "probes" (the workers' reports alone).
+    # commits), "probes" (the workers' reports alone), or for completions "probes and control" (acks the
+    # workers reported with ok null judged by the target's control's answer, `Control.completion`).
     evidence: dict[str, str] = field(default_factory=lambda: {"claims": "probes", "completions": "probes"})
 
     @property

@@ -114,6 +114,9 @@ def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
     if verdict.evidence.get("completions") == "queue":
         lines.append("evidence: claims and completions as the queue's own record shows them (the target's observer), "
                      "beside the workers' probes")
+    elif verdict.evidence.get("completions") == "probes and control":
+        lines.append("evidence: completions the workers could not vouch for (ack ok null) as the target's control "
+                     "answered them (Control.completion)")
     for anomaly in verdict.anomalies:
         lines.append(f"anomaly {anomaly['kind']} {anomaly.get('job') or ''}: {anomaly['message']}")
     for note in verdict.notes:

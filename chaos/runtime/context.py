@@ -17,6 +17,7 @@ from chaos.faults import backend_restart, clock, kill, partition, restart, stop
 from chaos.faults.base import Scope
 from chaos.ledger import Ledger
 from chaos.names import check_name
+from chaos.runtime.completions import Completions
 from chaos.runtime.gates import Gate as ArmedGate
 from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import ActiveFault, Nemesis
@@ -35,6 +36,7 @@ class ScenarioContext:
         self.ledger = ledger
         self.contract = contract
         self.control = control
+        self.completions = Completions(control, ledger)  # the control's word on acks reported with ok null
         self.sink = sink
         self.launcher = launcher
         self.nemesis = nemesis
@@ -229,7 +231,8 @@ class ScenarioContext:
                 if self.control.shows_deliveries:
                     finished = {job for job in wanted if states.get(job, "absent") in ("done", "dead", "absent")}
                 else:  # absent may be out for delivery: only a dead letter or an accepted ack finishes a job
-                    finished = {job for job in wanted if states.get(job) == "dead"} | _acked(self.ledger.events())
+                    finished = ({job for job in wanted if states.get(job) == "dead"} | _acked(self.ledger.events())
+                                | self.completions.accepted())
                 if wanted <= finished:
                     self.ledger.append(events.drained(len(wanted)))
                     self._doing("running the scenario")

@@ -260,6 +260,8 @@ class Run:
                 if recorder is not None:
                     recorder.stop()  # the queue's record up to the end, then its state
                     self._target_code("its observer's read()", lambda: _settled(recorder.flush, SNAPSHOT_RETRY_S))
+                self._target_code("its control's completion()", lambda: _settled(ctx.completions.finish,
+                                                                                   SNAPSHOT_RETRY_S))
                 self._target_code("its control's snapshot()", lambda: self._snapshot(control))
         except ConfigError as exc:  # the user's mistake, found mid-run: exit 2, as before the run
             self.ledger.append(events.run_end("error", str(exc)))

@@ -12,6 +12,11 @@ in it): the job's id as the value is done, a stored error (TaskException) is dea
 A job in none of them is absent: a consumer popped it and has not finished it, or it is gone. huey keeps
 nothing for a task being executed, so the snapshot never shows one claimed (shows_deliveries = False: a
 job counts as drained only once it is dead or an ack of it was accepted).
+
+huey completes a task itself, after the task returned: the worker's ack says ok null, and `completion`
+answers from the result store whether that completion took effect (the task's stored result is its job
+id). huey never refuses a completion (no other consumer can hold a popped task), so the answer is
+accepted or unknown.
 """
 
 from __future__ import annotations
@@ -82,6 +87,18 @@ class Control:
                 continue
             found[job] = JobState(job, "done", detail={"task": task_id})
         return sorted(found.values(), key=lambda state: state.job)
+
+    def completion(self, job: str, token: str) -> str:
+        """Accepted where huey's result store holds the job's result under the token's task id (the token is
+        `<task id>:<attempt>`, tasks.token_of); else unknown. A Redis error propagates: the run asks again."""
+        task_id = token.rpartition(":")[0]
+        if self.jobs.get(task_id) != job:
+            return "unknown"
+        try:
+            stored = self.huey.result(task_id, preserve=True)
+        except TaskException:  # the error huey stores once a task has no retry left: no completion took effect
+            return "unknown"
+        return "accepted" if stored == job else "unknown"
 
     def close(self) -> None:
         """Delete the run's huey keys (queue, schedule, results, counters: `huey.flush()`), which an external

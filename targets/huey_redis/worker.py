@@ -8,8 +8,9 @@ thread that runs the task:
   the message (a BRPOP on `huey.redis.<name>`), so the claim is committed; from here nothing in Redis
   remembers the job until its result is stored.
 - the task itself sends `effect` (tasks.py).
-- SIGNAL_COMPLETE (sent once the result is stored): `ack`, with ok = whether huey's result store holds
-  the job's result (read back through `huey.result(id, preserve=True)`); None when Redis did not answer.
+- SIGNAL_COMPLETE (sent once the result is stored): `ack`, with ok null: huey, not this code, completed
+  the task, so whether the completion took effect is the control's to say from huey's result store
+  (control.py's `completion`).
 - SIGNAL_ERROR ("task raised an unhandled exception"; sent before huey retries it or stores the error):
   `abandon`, "handler failed".
 - SIGNAL_INTERRUPTED (the consumer shut down while the task ran): `abandon`, "interrupted"; huey does not
@@ -24,11 +25,10 @@ import os
 from typing import Any
 
 from huey.signals import SIGNAL_COMPLETE, SIGNAL_ERROR, SIGNAL_EXECUTING, SIGNAL_INTERRUPTED
-from redis.exceptions import RedisError
 from tasks import attempt_of, define_task, huey_for, pool_for, report, token_of
 
 from chaos import probe
-from chaos.worker import log, settings
+from chaos.worker import settings
 
 MAX_ATTEMPTS = settings().max_attempts
 huey = huey_for(pool_for(os.environ["CHAOS_BACKEND_URL"]), os.environ.get("CHAOS_NAMESPACE", ""))
@@ -40,15 +40,6 @@ def job_of(task: Any) -> str:
     return str(task.args[0])
 
 
-def completion_stored(task: Any) -> bool | None:
-    """Whether huey's result store holds this task's result (its record of the completion)."""
-    try:
-        return bool(huey.result(task.id, preserve=True) == job_of(task))
-    except RedisError as exc:
-        log(f"could not read {task.id}'s result back: {exc!r}")
-        return None
-
-
 @huey.signal(SIGNAL_EXECUTING)  # type: ignore[untyped-decorator]
 def claimed(signal: str, task: Any) -> None:
     report(lambda: probe.claim(job_of(task), token_of(task, MAX_ATTEMPTS), attempt=attempt_of(task, MAX_ATTEMPTS)))
@@ -56,8 +47,7 @@ def claimed(signal: str, task: Any) -> None:
 
 @huey.signal(SIGNAL_COMPLETE)  # type: ignore[untyped-decorator]
 def completed(signal: str, task: Any) -> None:
-    ok = completion_stored(task)
-    report(lambda: probe.ack(job_of(task), token_of(task, MAX_ATTEMPTS), ok))
+    report(lambda: probe.ack(job_of(task), token_of(task, MAX_ATTEMPTS), None))
 
 
 @huey.signal(SIGNAL_ERROR)  # type: ignore[untyped-decorator]

@@ -3,6 +3,7 @@ and nothing left running."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -190,3 +191,19 @@ def test_a_clock_fault_without_libfaketime_is_refused_before_anything_starts(
     with pytest.raises(ConfigError, match="libfaketime"):
         run_scenario(find_target("pg_lease"), find_scenario("worker_clock_skew"), RunOptions(runs_dir=tmp_path))
     assert not list(tmp_path.glob("*-pg_lease-*")), "no run dir for a run refused before it started"
+
+
+def test_a_control_missing_a_member_the_run_relies_on_is_named(tmp_path: Path) -> None:
+    target = tmp_path / "mine"
+    shutil.copytree(find_target("redis_basic").path, target)
+    (target / "control.py").write_text(
+        "class Control:\n"
+        "    def __init__(self, backend, params, contract): pass\n"
+        "    def setup(self): pass\n"
+        "    def enqueue(self, jobs): pass\n"
+        "    def worker_env(self, endpoint): return {}\n"
+        "    def snapshot(self): return []\n"
+        "    def close(self): pass\n")
+    result = chaos("run", "--target", str(target), "--scenario", "no_faults", "--runs-dir", str(tmp_path / "runs"))
+    assert_usage_error(result, "its control control:Control has no shows_deliveries, completion",
+                       "chaos.KeepsNoCompletions")

@@ -14,7 +14,7 @@ import pika.exceptions
 import pytest
 import redis
 
-from chaos import RabbitMQQueueControl
+from chaos import RabbitMQQueueControl, RedisQueueControl
 from chaos.backends import rabbitmq as rabbitmq_kind
 from chaos.backends import redis as redis_kind
 from chaos.backends.base import BackendSettings
@@ -52,6 +52,21 @@ def test_a_redis_crash_keeps_what_its_persistence_keeps(tmp_path: Path, persiste
         assert server.pid != old_pid and server.port == port
         with redis_client(server) as client:
             assert client.lrange("queue", 0, -1) == (["job-1"] if kept else [])
+
+
+def test_the_redis_controls_word_on_a_completion_is_the_done_hashs(tmp_path: Path) -> None:
+    """An ack reported with ok null is accepted where the done hash names its token, and unknown otherwise
+    (not done yet, or completed last by another claim, which may have overwritten this one's)."""
+    with LocalRedis.open(settings(tmp_path)) as server:
+        control = RedisQueueControl(server, {}, Contract(recovery_bound_s=1.0))
+        try:
+            control.enqueue([Job("job-0001")])
+            assert control.completion("job-0001", "t1") == "unknown"
+            control.client.hset(control.keys.done, "job-0001", "t1")
+            assert control.completion("job-0001", "t1") == "accepted"
+            assert control.completion("job-0001", "t0") == "unknown"
+        finally:
+            control.close()
 
 
 @pytest.mark.parametrize(("binlog", "kept"), [("off", False), ("on", True)])

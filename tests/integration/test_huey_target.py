@@ -1,9 +1,10 @@
 """huey_redis runs huey 3.5 itself (RedisHuey and its own huey_consumer) with probes sent from huey's signals
 (docs/writing-a-target.md follows its making). Through the CLI: `chaos target check` finds every seam
-holding, and the kill cell of the known-answer matrix gives its verdict naming the killed job: `dropped`
-under huey's own contract (at-most-once, on_owner_loss = "drop"), `lost` when held to a redelivery huey
-does not promise. The claim came from the consumer process the supervisor started, and the run leaves no
-key of huey's behind on an external server."""
+holding (the control vouching for huey's own completions), and the kill cell of the known-answer matrix
+gives its verdict naming the killed job: `dropped` under huey's own contract (at-most-once,
+on_owner_loss = "drop"), `lost` when held to a redelivery huey does not promise. The claim came from the
+consumer process the supervisor started, and the run leaves no key of huey's behind on an external
+server."""
 
 from __future__ import annotations
 
@@ -42,6 +43,16 @@ def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
     assert "the final snapshot shows job-0001 done" in result.stdout
     log = (result.dir / "logs" / "w1.log").read_text()
     assert "Huey consumer started with 1 thread" in log and "+ tasks.chaos_job" in log, log
+    # huey, not the task, completed the job: the worker's ack could not vouch for it, and the control
+    # answered from huey's result store that the completion took effect.
+    assert "acked job-0001 with ok null, and the control says the queue took the completion" in result.stdout
+    ledger = read_events(result.dir / "ledger.sqlite")
+    (ack,) = [e for e in ledger if e.kind == events.PROBE_ACK]
+    (answer,) = [e for e in ledger if e.kind == events.COMPLETION]
+    assert ack.data["ok"] is None and answer.seq > ack.seq
+    assert (answer.job, answer.worker, answer.data) == (ack.job, ack.worker, {"token": ack.data["token"],
+                                                                            "outcome": "accepted"})
+    assert result.verdict["evidence"]["completions"] == "probes and control"
 
 
 @pytest.mark.parametrize("cell", kill_cells(), ids=lambda cell: cell.id)

@@ -99,7 +99,7 @@ def call(server: Api, method: str, path: str, body: Any = None, raw: bytes | Non
     return response.status, {k.lower(): v for k, v in response.getheaders()}, data
 
 
-def create(server: EmbeddedToxiproxy, echo: EchoServer, name: str = "echo") -> dict[str, Any]:
+def create(server: Api, echo: EchoServer, name: str = "echo") -> dict[str, Any]:
     status, _, body = call(server, "POST", "/proxies", {"name": name, "listen": "127.0.0.1:0",
                                                          "upstream": f"127.0.0.1:{echo.port}"})
     assert status == 201, body
@@ -126,7 +126,7 @@ def round_trip(conn: socket.socket, data: bytes) -> tuple[bytes, float]:
     return got, time.monotonic() - began
 
 
-def add_toxic(server: EmbeddedToxiproxy, proxy: str, toxic: dict[str, Any]) -> dict[str, Any]:
+def add_toxic(server: Api, proxy: str, toxic: dict[str, Any]) -> dict[str, Any]:
     status, _, body = call(server, "POST", f"/proxies/{proxy}/toxics", toxic)
     assert status == 200, body
     added: dict[str, Any] = json.loads(body)
@@ -539,7 +539,8 @@ def raw_exchange(server: Api, request: bytes) -> tuple[bytes, bool]:
         return got, True
 
 
-def test_an_http10_request_without_connection_is_answered_then_closed(server: EmbeddedToxiproxy) -> None:
+def test_an_http10_request_without_connection_is_answered_then_closed(served: Served) -> None:
+    server = served  # the CLI's server, `chaos toxiproxy serve`
     got, closed = raw_exchange(server, b"GET /version HTTP/1.0\r\n\r\n")
     assert got.startswith(b"HTTP/1.0 200 OK\r\n") and got.endswith(b'{"version": "v2.12.0"}\n'), got
     assert closed, "Go closes an HTTP/1.0 connection that did not ask for keep-alive"
@@ -547,7 +548,8 @@ def test_an_http10_request_without_connection_is_answered_then_closed(server: Em
     assert b"\r\nConnection: keep-alive\r\n" in got and not closed, "asked for, it is kept"
 
 
-def test_json_field_names_match_case_insensitively_as_go_does(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+def test_json_field_names_match_case_insensitively_as_go_does(served: Served, echo: EchoServer) -> None:
+    server = served  # the CLI's server, `chaos toxiproxy serve`
     status, _, body = call(server, "POST", "/proxies", {"Name": "echo", "Upstream": f"127.0.0.1:{echo.port}",
                                                          "LISTEN": "127.0.0.1:0"})
     assert status == 201, body
@@ -573,7 +575,8 @@ def test_json_field_names_match_case_insensitively_as_go_does(server: EmbeddedTo
         400, "bad request body: json: cannot unmarshal number into Go struct field Proxy.name of type string")
 
 
-def test_listen_errors_read_as_go_writes_them(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+def test_listen_errors_read_as_go_writes_them(served: Served, echo: EchoServer) -> None:
+    server = served  # the CLI's server, `chaos toxiproxy serve`
     def error(listen: str) -> str:
         status, _, body = call(server, "POST", "/proxies", {"name": "x", "listen": listen, "upstream": "127.0.0.1:1"})
         assert status == 500, body
@@ -594,7 +597,8 @@ def test_listen_errors_read_as_go_writes_them(server: EmbeddedToxiproxy, echo: E
     assert (status, json.loads(body)["error"]) == (500, "address bad::addr::x: too many colons in address")
 
 
-def test_an_integer_attribute_past_int64_is_a_400(server: EmbeddedToxiproxy, echo: EchoServer) -> None:
+def test_an_integer_attribute_past_int64_is_a_400(served: Served, echo: EchoServer) -> None:
+    server = served  # the CLI's server, `chaos toxiproxy serve`
     create(server, echo)
     status, _, body = call(server, "POST", "/proxies/echo/toxics",
                            raw=b'{"type": "latency", "attributes": {"latency": 9223372036854775808}}')

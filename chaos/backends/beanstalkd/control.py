@@ -11,13 +11,13 @@ import greenstalk
 from chaos import events
 from chaos.backends.base import Backend, Endpoint
 from chaos.contract import Contract
-from chaos.target import Job, JobState
+from chaos.target import Job, JobState, KeepsNoCompletions
 from chaos.worker.beanstalkd import connect
 
 STATES = {"ready": "pending", "delayed": "pending", "reserved": "claimed", "buried": "dead"}
 
 
-class BeanstalkdQueueControl:
+class BeanstalkdQueueControl(KeepsNoCompletions):
     shows_deliveries = True  # a reserved job shows as reserved
 
     def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract) -> None:

@@ -16,10 +16,10 @@ from chaos import events
 from chaos.backends.base import Endpoint
 from chaos.backends.postgres.base import PostgresBackend
 from chaos.contract import Contract
-from chaos.target import Job, JobState
+from chaos.target import Job, JobState, KeepsNoCompletions
 
 
-class TableQueueControl:
+class TableQueueControl(KeepsNoCompletions):
     """Subclass it with DDL (the queue's tables, made at setup), SNAPSHOT_SQL (every job as rows of (id,
     state, owner, attempts, a JSON-able detail dict or None), state one of pending, claimed, done, dead)
     and, for a jobs table that is not `jobs(id text, payload jsonb)`, ENQUEUE_SQL (an INSERT taking the

@@ -18,13 +18,13 @@ import pika.exceptions
 from chaos import events
 from chaos.backends.base import Backend, Endpoint
 from chaos.contract import Contract
-from chaos.target import Job, JobState
+from chaos.target import Job, JobState, KeepsNoCompletions
 from chaos.worker.rabbitmq import ATTEMPTS, CONTROL, DEAD, QUEUE, body, declare, parameters, parse, persistent
 
 NOT_FOUND = 404  # AMQP's reply code for a queue the broker does not have
 
 
-class RabbitMQQueueControl:
+class RabbitMQQueueControl(KeepsNoCompletions):
     shows_deliveries = False  # an unacknowledged delivery is in no queue
 
     def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract) -> None:

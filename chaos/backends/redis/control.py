@@ -49,6 +49,11 @@ class RedisQueueControl:
     def worker_env(self, endpoint: Endpoint) -> dict[str, str]:
         return {events.ENV_BACKEND_URL: endpoint.url, events.ENV_NAMESPACE: self.keys.prefix}
 
+    def completion(self, job: str, token: str) -> str:
+        """The done hash names the token of the claim whose ack completed each job (the last one to): accepted
+        where it is this one; else unknown, since a later completion may have overwritten this one's."""
+        return "accepted" if self.client.hget(self.keys.done, job) == token else "unknown"
+
     def snapshot(self) -> list[JobState]:
         """Where each job is, read atomically: a processing list (claimed, by that list's worker), the queue
         (pending), the dead set, the done hash; a job in none of them is absent (popped and gone)."""

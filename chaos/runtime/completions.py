@@ -1,0 +1,62 @@
+"""Asks the target's control whether the queue took the completions its workers could not vouch for.
+
+A library that completes jobs itself (after the handler returned, out of its sight) leaves the worker
+reporting its ack with ok null: the handler cannot know. The control can, where the queue keeps who
+completed a job (a result store, a row's completing token): `Control.completion(job, token)` answers
+accepted, refused or unknown. Each definite answer is journaled once (`control.completion`), and what
+is still unknown at the end is journaled too, so the ledger shows the control was asked; the checker
+reads an answered ack as the control says (`chaos.check.checker`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaos import events
+from chaos.errors import TargetCodeError
+from chaos.ledger import Ledger
+from chaos.target import Control
+
+Key = tuple[str, str | None, str]  # (job, worker, token)
+
+
+class Completions:
+    def __init__(self, control: Control, ledger: Ledger) -> None:
+        self.control = control
+        self.ledger = ledger
+        self.answered: dict[Key, str] = {}
+
+    def accepted(self) -> set[str]:
+        """Ask about every ack reported with ok null and not answered yet; the jobs whose completion the
+        queue took, by the control's word so far. What the control raises propagates (a backend still
+        restarting: the caller polls again)."""
+        for key in self._unanswered():
+            outcome = self._ask(key)
+            if outcome != "unknown":
+                self._journal(key, outcome)
+        return {job for (job, _, _), outcome in self.answered.items() if outcome == "accepted"}
+
+    def finish(self) -> None:
+        """The last word, before the final snapshot: every ack still unanswered is asked once more, and
+        journaled whatever the answer."""
+        for key in self._unanswered():
+            self._journal(key, self._ask(key))
+
+    def _unanswered(self) -> list[Key]:
+        keys = {(e.job, e.worker, str(e.data["token"])) for e in self.ledger.events()
+                if e.kind == events.PROBE_ACK and e.job is not None and e.data.get("ok") is None
+                and e.data.get("token") is not None}
+        return sorted((key for key in keys if key not in self.answered), key=str)
+
+    def _ask(self, key: Key) -> str:
+        job, _, token = key
+        outcome: Any = self.control.completion(job, token)
+        if outcome not in events.COMPLETIONS:
+            raise TargetCodeError(f"The target's control answered completion({job!r}, {token!r}) with {outcome!r}; "
+                                  f"expected one of {', '.join(events.COMPLETIONS)}.")
+        return str(outcome)
+
+    def _journal(self, key: Key, outcome: str) -> None:
+        job, worker, token = key
+        self.answered[key] = outcome
+        self.ledger.append(events.completion(job, worker, token, outcome))
