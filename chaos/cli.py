@@ -21,8 +21,8 @@ from typing import NoReturn, TextIO
 from chaos import events
 from chaos.authoring.check import check_target
 from chaos.authoring.check import summary as check_summary
-from chaos.authoring.scaffold import TEMPLATES, new_target
-from chaos.backends.registry import KINDS, provider_names, providers
+from chaos.authoring.scaffold import new_target
+from chaos.backends.registry import KINDS, provider_names, providers, reference_target
 from chaos.check.checker import judge
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.discovery import available_scenarios, available_targets, find_scenario, find_target
@@ -153,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
 def _target(args: argparse.Namespace) -> int:
     if args.target_command == "new":
         folder = new_target(args.name, args.backend, args.dir)
-        _say(f"wrote {folder} (from the bundled {TEMPLATES[args.backend]}); next: chaos target check {folder}")
+        _say(f"wrote {folder} (from the bundled {reference_target(args.backend)}); next: chaos target check {folder}")
         return 0
     report = check_target(find_target(args.target), RunOptions(seed=1, runs_dir=args.runs_dir,
                                                                backend=_provider(args), backend_url=args.backend_url,

@@ -8,14 +8,10 @@ import re
 import shutil
 from pathlib import Path
 
-from chaos.backends.registry import KINDS
+from chaos.backends.registry import KINDS, reference_target
 from chaos.discovery import bundled
 from chaos.errors import ConfigError
 from chaos.names import check_name
-
-# The correct reference target each kind's scaffold starts from: the simplest one that keeps every rule.
-TEMPLATES = {"postgres": "pg_txlock", "redis": "redis_reliable", "rabbitmq": "rabbitmq_ack",
-             "beanstalkd": "beanstalkd_ttr"}
 
 HEADER = """\
 # A queue-chaos target, started from the bundled reference target {template} (a correct queue on {kind}),
@@ -50,7 +46,7 @@ def new_target(name: str, kind: str, parent: Path) -> Path:
     if folder.exists():
         raise ConfigError(f"{folder} already exists; chaos target new never overwrites anything. Pick another "
                           "NAME, or another --dir.")
-    template = TEMPLATES[kind]
+    template = reference_target(kind)
     source = bundled("targets") / template
     try:
         shutil.copytree(source, folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

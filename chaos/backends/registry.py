@@ -61,6 +61,13 @@ def provider(kind: str, name: str) -> Provider:
     return known[name]
 
 
+def reference_target(kind: str) -> str:
+    """The bundled correct target of `kind` that a new target starts from (its package's REFERENCE_TARGET)."""
+    providers(kind)  # an unknown kind is the user's error, said as such
+    found: str = importlib.import_module(KINDS[kind]).REFERENCE_TARGET
+    return found
+
+
 def server_options(kind: str) -> dict[str, ServerOption]:
     """Every server setting some provider of `kind` takes: what target.toml's [server] table may set."""
     return {option.name: option for found in providers(kind).values() for option in found.options}

@@ -1,5 +1,6 @@
 """Each backend kind declares the Debian package of its local server, which ci/setup.sh installs when
-missing (`python3 -m chaos.backends.packages`): a new kind needs no edit of the setup script."""
+missing (`python3 -m chaos.backends.packages`), and the bundled correct target `chaos target new` starts
+from: a new kind needs no edit of the setup script or the scaffold."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from chaos.backends.packages import DebianPackage, missing
-from chaos.backends.registry import KINDS
+from chaos.backends.registry import KINDS, reference_target
+from chaos.discovery import find_target
+from chaos.known_answers import correct_targets
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,6 +22,12 @@ REPO = Path(__file__).resolve().parents[2]
 def test_every_kind_declares_its_server_package() -> None:
     for package in KINDS.values():
         assert isinstance(importlib.import_module(package).SERVER_PACKAGE, DebianPackage), package
+
+
+def test_every_kind_names_a_correct_reference_target_of_its_own_kind() -> None:
+    for kind in KINDS:
+        name = reference_target(kind)
+        assert name in correct_targets() and find_target(name).backend == kind, (kind, name)
 
 
 def test_a_package_is_present_by_a_binary_on_path_or_a_path_that_exists(tmp_path: Path,

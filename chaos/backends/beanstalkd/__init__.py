@@ -15,6 +15,7 @@ BINLOG = ServerOption("binlog", "off", "the local server's binlog (-b in the run
 ENV_URL = "CHAOS_BEANSTALKD_URL"  # the external provider's server, when --backend-url is not given
 
 SERVER_PACKAGE = DebianPackage("beanstalkd", ("beanstalkd",))
+REFERENCE_TARGET = "beanstalkd_ttr"  # the bundled correct target `chaos target new --backend beanstalkd` starts from
 
 PROVIDERS = {
     "local": Provider("beanstalkd", "local", "chaos.backends.beanstalkd.local:LocalBeanstalkd", (BINLOG,)),

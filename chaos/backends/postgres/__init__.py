@@ -11,6 +11,7 @@ from chaos.backends.registry import Provider
 ENV_URL = "CHAOS_POSTGRES_URL"  # the external provider's server, when --backend-url is not given
 
 SERVER_PACKAGE = DebianPackage("postgresql", ("initdb",), ("/usr/lib/postgresql/*/bin/initdb",))
+REFERENCE_TARGET = "pg_txlock"  # the bundled correct target `chaos target new --backend postgres` starts from
 
 PROVIDERS = {
     # local: a private server on a free port, in the run dir (the default)

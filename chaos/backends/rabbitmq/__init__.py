@@ -23,6 +23,7 @@ ENV_URL = "CHAOS_RABBITMQ_URL"  # the external provider's broker, when --backend
 ENV_API_URL = "CHAOS_RABBITMQ_API_URL"  # its management API, which creates the run's vhost
 
 SERVER_PACKAGE = DebianPackage("rabbitmq-server", ("rabbitmq-server",), ("/usr/lib/rabbitmq/bin/rabbitmq-server",))
+REFERENCE_TARGET = "rabbitmq_ack"  # the bundled correct target `chaos target new --backend rabbitmq` starts from
 
 PROVIDERS = {
     "local": Provider("rabbitmq", "local", "chaos.backends.rabbitmq.local:LocalRabbitMQ",

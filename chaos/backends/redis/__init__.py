@@ -16,6 +16,7 @@ PERSISTENCE = ServerOption("persistence", "none", "what of the local server's da
 ENV_URL = "CHAOS_REDIS_URL"  # the external provider's server, when --backend-url is not given
 
 SERVER_PACKAGE = DebianPackage("redis-server", ("redis-server",))
+REFERENCE_TARGET = "redis_reliable"  # the bundled correct target `chaos target new --backend redis` starts from
 
 PROVIDERS = {
     "local": Provider("redis", "local", "chaos.backends.redis.local:LocalRedis", (PERSISTENCE,)),
