@@ -1,5 +1,5 @@
 """The `chaos` command: run a scenario against a target, recompute a report, list what exists, clean up
-after killed runs, serve the embedded Toxiproxy.
+after killed runs, serve the embedded Toxiproxy; run a suite of many cells, and merge its shards.
 
 Exit codes: 0 pass, 1 fail, 2 usage or configuration error, 3 harness error, 4 inconclusive.
 """
@@ -34,6 +34,9 @@ from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.run import RunOptions, run_scenario
 from chaos.runtime.sink import SINK_MODES
 from chaos.scenario import load_scenario
+from chaos.suite.command import SuiteOptions, run_suite
+from chaos.suite.merge import merge
+from chaos.suite.report import markdown
 from chaos.target import load_target
 from chaos.toxiproxy.server import serve
 
@@ -68,6 +71,26 @@ def _parser() -> argparse.ArgumentParser:
                                                 "is missing")
     check.add_argument("target", help="a target name or folder")
     _run_settings(check)
+    suite = sub.add_parser("suite", help="run a suite file's cells (each target variant x scenario x seed) in "
+                                         "parallel, each against the verdict it must give")
+    suite.add_argument("file", nargs="?", type=Path, default=None,
+                       help="the suite file (default: ./chaos.toml, else ./pyproject.toml's [tool.chaos])")
+    suite.add_argument("-j", "--jobs", type=_jobs, default=os.cpu_count() or 1,
+                       help="runs at once, each on its own servers and ports (default: the number of CPUs)")
+    suite.add_argument("--seeds", default=None, help="the seeds of every cell, instead of the file's: 3, 1,2,5 or 1-5")
+    suite.add_argument("--repeat", type=_jobs, default=None,
+                       help="run each cell and seed N times and report whether its verdicts agreed")
+    suite.add_argument("--shard", default=None, metavar="K/N", help="run only the K-th of N stable slices")
+    suite.add_argument("--durations", type=Path, default=None, metavar="SUITE_JSON",
+                       help="an earlier suite.json, whose run times split the shards evenly")
+    suite.add_argument("--out", type=Path, default=None,
+                       help="where the suite's reports and runs go (default: a new suite-<time> under --runs-dir)")
+    suite.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
+    suite.add_argument("--no-shared-servers", dest="share_servers", action="store_false",
+                       help="start a server for every run, also where a shared one would do")
+    merge = sub.add_parser("merge", help="join the outputs of a suite's shards into one report")
+    merge.add_argument("dirs", nargs="+", type=Path, help="each shard's --out directory")
+    merge.add_argument("--out", type=Path, required=True, help="where the merged reports go")
     report = sub.add_parser("report", help="recompute the verdict of a run from its ledger alone")
     report.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="show the targets and scenarios found")
@@ -114,6 +137,13 @@ def _seconds(text: str) -> float:
     if not is_seconds(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not {SECONDS}")
     return value
+
+
+def _jobs(text: str) -> int:
+    """A count from 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1")
+    return int(text)
 
 
 def _port(text: str) -> int:
@@ -163,6 +193,17 @@ def _target(args: argparse.Namespace) -> int:
         _say("\n\n".join(f"chaos: {problem}" for problem in report.problems), sys.stderr)
         return 2
     return 0
+
+
+def _suite(args: argparse.Namespace) -> int:
+    return run_suite(SuiteOptions(args.file, args.jobs, args.seeds, args.repeat, args.shard, args.durations, args.out,
+                                  args.runs_dir, args.share_servers), _say)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    document = merge(args.dirs, args.out)
+    _say(markdown(document))
+    return int(document["exit_code"])
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -279,6 +320,10 @@ def command(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.command == "report":
             return _report(args)
+        if args.command == "suite":
+            return _suite(args)
+        if args.command == "merge":
+            return _merge(args)
         if args.command == "target":
             return _target(args)
         if args.command == "clean":

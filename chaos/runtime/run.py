@@ -133,6 +133,26 @@ def check_faults(scenario: Scenario, chosen: Provider) -> None:
             preflight()
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A run's settings once checked: the target with its overrides, the scenario's chosen PARAMS, and
+    the provider of its backend."""
+
+    target: Target
+    scenario_params: dict[str, str]
+    provider: Provider
+
+
+def prepare(target: Target, scenario: Scenario, options: RunOptions) -> Prepared:
+    """Everything a run checks before it starts anything (each mistake a ConfigError): a suite checks every
+    cell this way before its first run."""
+    prepared = Prepared(target.with_params(options.overrides).with_contract(options.contract),
+                        scenario.with_params(options.scenario_params), provider(target.backend, options.backend))
+    check_server_overrides(prepared.target, prepared.provider, options.overrides)
+    check_faults(scenario, prepared.provider)
+    return prepared
+
+
 def _effecting_executions(ledger: list[Event]) -> set[tuple[str | None, object]]:
     """(job, token) of every execution that made an effect and has not yet acked, abandoned or exited."""
     open_: dict[tuple[str | None, object], str | None] = {}
@@ -165,13 +185,10 @@ class Run:
     """A run's directory and ledger; `execute()` once, inside a with-block that closes the ledger."""
 
     def __init__(self, target: Target, scenario: Scenario, options: RunOptions) -> None:
-        self.target = target.with_params(options.overrides).with_contract(options.contract)
+        prepared = prepare(target, scenario, options)
+        self.target, self.scenario_params, self.provider = prepared.target, prepared.scenario_params, prepared.provider
         self.scenario = scenario
-        self.scenario_params = scenario.with_params(options.scenario_params)
         self.options = options
-        self.provider = provider(self.target.backend, options.backend)
-        check_server_overrides(self.target, self.provider, options.overrides)
-        check_faults(scenario, self.provider)
         self.cleaned = [line for _, line in clean_killed_runs(options.runs_dir, options.backend_url)]
         self.seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")

@@ -1,0 +1,82 @@
+"""A suite's cell: one target variant (its -p and -c overrides) on one scenario variant (its -s choices),
+with the verdict it must give and what else its verdict must show; and one planned run of it (a seed, a
+repeat), keyed so that shards, merges and stored durations agree on which run is which."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chaos.check.verdict import EXIT_CODES
+from chaos.names import id_part
+
+VERDICTS = ("pass", "fail", "inconclusive")  # what a cell may be expected to give (an error never is)
+
+
+@dataclass(frozen=True)
+class Cell:
+    target: str
+    scenario: str
+    verdict: str = "pass"
+    violation: str | None = None
+    params: tuple[str, ...] = ()  # `-p key=value`: the target's [params] or [server] settings
+    max_recovery_s: float | None = None  # every recovery faster than this
+    counts: dict[str, int] = field(default_factory=dict)  # exact job counts in verdict.json
+    witness_order: tuple[str, ...] = ()  # event kinds the violation's witness shows, in this order
+    contract: tuple[str, ...] = ()  # `-c key=value`: a promise the variant is held to beyond target.toml's
+    rule: str | None = None  # for a broken variant: the rule it breaks
+    scenario_params: tuple[str, ...] = ()  # `-s key=value`: the scenario's PARAMS
+    anomalies: tuple[str, ...] | None = None  # exactly the anomaly kinds the report must show (None: unchecked)
+    min_recovery_s: float | None = None  # every recovery slower than this (a timeout the queue must wait out)
+    server_bug: str | None = None  # a known bug of the server that can leave the job unrecovered
+    listed: bool = True  # written in the file (else made for a target that passes every scenario)
+
+    @property
+    def variant(self) -> str:
+        return " ".join([self.target, *self.params, *(f"-c {c}" for c in self.contract)])
+
+    @property
+    def id(self) -> str:
+        return "-".join([self.target, *self.params, *self.contract, self.scenario, *self.scenario_params])
+
+    @property
+    def scenario_variant(self) -> str:
+        return " ".join([self.scenario, *(f"-s {p}" for p in self.scenario_params)])
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    def argv(self, seed: int, runs_dir: Path) -> list[str]:
+        """The `chaos run` arguments of this cell."""
+        args = ["run", "--target", self.target, "--scenario", self.scenario, "--seed", str(seed),
+                "--runs-dir", str(runs_dir)]
+        for param in self.params:
+            args += ["-p", param]
+        for key in self.contract:
+            args += ["-c", key]
+        for key in self.scenario_params:
+            args += ["-s", key]
+        return args
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One run of a cell: its seed and, under --repeat, which repetition."""
+
+    cell: Cell
+    seed: int
+    repeat: int = 1
+
+    @property
+    def key(self) -> str:
+        """Stable across machines and runs: what a shard, a merge and stored durations key by."""
+        return f"{self.cell.id}-seed{self.seed}"
+
+    @property
+    def run_key(self) -> str:
+        """This very repetition as a directory name: the key in a safe alphabet, cut short, and a digest
+        of it whole (two keys may reduce to one spelling)."""
+        whole = self.key if self.repeat == 1 else f"{self.key}-r{self.repeat}"
+        return f"{id_part(whole)[:120]}-{hashlib.sha1(whole.encode()).hexdigest()[:8]}"

@@ -1,0 +1,67 @@
+"""`chaos suite [FILE]`: read the suite, pick this shard's runs, check every cell before anything starts,
+run them, and write the suite's reports; the exit code is the worst cell's (error 3 over fail 1 over
+inconclusive 4 over pass 0), a usage error exit 2 before any run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from chaos.errors import ConfigError
+from chaos.suite.report import cell_record, suite_document, write_suite_reports
+from chaos.suite.runner import SuiteRunner, preflight
+from chaos.suite.shard import load_durations, parse_shard, select
+from chaos.suite.spec import find_suite_file, load_suite, parse_seeds
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    file: Path | None = None
+    jobs: int = 1
+    seeds: str | None = None  # the command line's: overrides the file's
+    repeat: int | None = None
+    shard: str | None = None  # "K/N"
+    durations: Path | None = None  # a suite.json whose run times split the shards
+    out: Path | None = None
+    runs_dir: Path = Path("runs")
+    share_servers: bool = True
+
+
+def run_suite(options: SuiteOptions, say: Callable[[str], None]) -> int:
+    path = find_suite_file(options.file)
+    seeds = parse_seeds(_seeds(options.seeds), "--seeds") if options.seeds else None
+    suite = load_suite(path, seeds=seeds, repeat=options.repeat)
+    planned = suite.planned()
+    if options.shard:
+        durations = load_durations(options.durations) if options.durations else None
+        planned = select(planned, parse_shard(options.shard), durations)
+    preflight([run.cell for run in planned])
+    out = options.out or options.runs_dir / f"suite-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}"
+    if (out / "suite.json").exists():
+        raise ConfigError(f"{out} already holds a suite's reports (suite.json); a suite never writes over another's. "
+                          "Pick another --out, or leave it out for a fresh directory under --runs-dir.")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"Cannot create {out} ({exc.strerror or exc}); --out must be a writable directory.") from exc
+    shard = f", shard {options.shard}" if options.shard else ""
+    say(f"suite {path}{shard}: {len(planned)} run(s), {options.jobs} at a time; reports in {out}")
+    began = time.monotonic()
+    runs = SuiteRunner(out, options.jobs, options.share_servers, say).run(planned)
+    document = suite_document([cell_record(run) for run in runs], suite=str(path),
+                              shards=[options.shard] if options.shard else [], duration_s=time.monotonic() - began)
+    write_suite_reports(out, document)
+    counts = ", ".join(f"{n} {name}" for name, n in document["counts"].items() if n) or "no run"
+    say(f"{document['status'].upper()}: {counts} in {document['duration_s']:.0f}s; {out / 'summary.md'}")
+    return int(document["exit_code"])
+
+
+def _seeds(text: str) -> object:
+    """--seeds as the file's key reads it: "3", "1,2,5" or "1-5"."""
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) > 1:
+        return [int(part) if part.isdigit() else part for part in parts]
+    return int(text) if text.strip().isdigit() else text

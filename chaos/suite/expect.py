@@ -1,0 +1,107 @@
+"""Whether a run gave what its cell says it must: the verdict, the violation (with its witness, in the
+order stated), every fault exercised, the exact counts, the recovery bounds and the anomalies.
+
+A cell's status in the suite:
+- `pass`: the run gave its known answer, whatever that answer is (a broken variant failing as it must);
+- `fail`: it did not (another verdict, or the right verdict without what the cell says it shows);
+- `inconclusive`: the run proved nothing (a fault never exercised, no job judged) where that was not the
+  answer: the suite cannot say whether the queue keeps its promise;
+- `error`: the harness, the target's code or the run itself broke (no verdict, or an `error` verdict);
+- `xfail`: the one deviation a cell forgives: no recovery at all where it names a known bug of the server
+  (`server_bug`), otherwise its known answer exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from chaos.suite.cell import Cell
+
+STATUSES = ("pass", "xfail", "inconclusive", "fail", "error")
+# A suite's exit code is its worst cell's: a harness error over a wrong answer over a run that proved nothing.
+SEVERITY = {"pass": 0, "xfail": 0, "inconclusive": 1, "fail": 2, "error": 3}
+STATUS_EXIT_CODES = {"pass": 0, "xfail": 0, "inconclusive": 4, "fail": 1, "error": 3}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    reasons: list[str] = field(default_factory=list)  # why it is not a pass, one line each
+
+
+def judge_cell(cell: Cell, verdict: dict[str, Any] | None, exit_code: int, output: str = "") -> Outcome:
+    """The cell's status from its run's verdict.json (None: the run wrote none) and exit code."""
+    if verdict is None:
+        tail = " | ".join(output.strip().splitlines()[-3:])
+        return Outcome("error", [f"the run wrote no verdict (exit code {exit_code}): {tail or 'no output'}"])
+    got = verdict.get("verdict")
+    if got == "error" or exit_code in (2, 3):
+        error = str(verdict.get("error") or "").strip().splitlines()
+        return Outcome("error", [f"harness error (exit code {exit_code}): {error[0] if error else 'no detail'}"])
+    if got == "inconclusive" and cell.verdict != "inconclusive":
+        return Outcome("inconclusive", [f"inconclusive: {'; '.join(verdict.get('notes') or []) or 'no reason given'}"])
+    reasons = _differences(cell, verdict, exit_code)
+    if (reasons and cell.server_bug and not (verdict.get("recovery") or {}).get("jobs")
+            and not _differences(replace(cell, min_recovery_s=None), verdict, exit_code)):
+        return Outcome("xfail", [f"no recovery at all: {cell.server_bug}"])  # otherwise its known answer
+    return Outcome("fail" if reasons else "pass", reasons)
+
+
+def worst(statuses: list[str]) -> str:
+    return max(statuses, key=SEVERITY.__getitem__, default="pass")
+
+
+def _differences(cell: Cell, verdict: dict[str, Any], exit_code: int) -> list[str]:
+    reasons: list[str] = []
+    got = verdict.get("verdict")
+    violations: list[dict[str, Any]] = list(verdict.get("violations") or [])
+    kinds = sorted({str(v.get("kind")) for v in violations})
+    if got != cell.verdict or exit_code != cell.exit_code:
+        reasons.append(f"expected {cell.verdict.upper()}, got {str(got).upper()} (exit code {exit_code})"
+                       + (f" with {', '.join(kinds)}" if kinds else ""))
+    if cell.violation is None and kinds and got == cell.verdict:
+        reasons.append(f"expected no violation, got {', '.join(kinds)}")
+    if cell.violation is not None:
+        named = [v for v in violations if v.get("kind") == cell.violation]
+        if not named:
+            reasons.append(f"expected the violation {cell.violation}, got {', '.join(kinds) or 'none'}")
+        elif not all(v.get("witness") for v in named):
+            reasons.append(f"the violation {cell.violation} came without its witness")
+    for violation in violations if cell.witness_order else []:
+        witness = [str(entry.get("kind")) for entry in violation.get("witness") or []]
+        if not _in_order(witness, cell.witness_order):
+            reasons.append(f"the witness of {violation.get('kind')} does not show {' then '.join(cell.witness_order)}")
+    unexercised = [str(f.get("id")) for f in verdict.get("faults") or [] if not f.get("exercised")]
+    if unexercised and cell.verdict != "fail":
+        reasons.append(f"fault(s) {', '.join(unexercised)} not exercised")
+    counts = dict(verdict.get("counts") or {})
+    differing = {name: counts.get(name) for name, want in cell.counts.items() if counts.get(name) != want}
+    if differing:
+        reasons.append(f"expected counts {cell.counts}, got {differing}")
+    reasons += _recovery_differences(cell, dict(verdict.get("recovery") or {}))
+    if cell.anomalies is not None:
+        anomalies = list(verdict.get("anomalies") or [])
+        shown = sorted({str(a.get("kind")) for a in anomalies})
+        if shown != sorted(cell.anomalies):
+            reasons.append(f"expected the anomalies {sorted(cell.anomalies)}, got {shown}")
+        if not all((a.get("exposure_s") or 0) > 0 for a in anomalies):
+            reasons.append("an anomaly came without its exposure time")
+    return reasons
+
+
+def _recovery_differences(cell: Cell, recovery: dict[str, Any]) -> list[str]:
+    reasons = []
+    if cell.max_recovery_s is not None and not (recovery.get("jobs") and recovery["max_s"] < cell.max_recovery_s):
+        reasons.append(f"expected every recovery under {cell.max_recovery_s}s, got "
+                       + (f"{recovery.get('max_s')}s at the slowest" if recovery.get("jobs") else "no recovery at all"))
+    if cell.min_recovery_s is not None and not (recovery.get("jobs") and recovery["min_s"] > cell.min_recovery_s):
+        reasons.append(f"expected every recovery over {cell.min_recovery_s}s, got "
+                       + (f"{recovery.get('min_s')}s" if recovery.get("jobs") else "no recovery at all"))
+    return reasons
+
+
+def _in_order(kinds: list[str], expected: tuple[str, ...]) -> bool:
+    """Whether `expected` occurs in `kinds` as a subsequence."""
+    remaining = iter(kinds)
+    return all(kind in remaining for kind in expected)

@@ -1,0 +1,214 @@
+"""Suite files: which cells a suite runs, with which seeds, how many times, and what each must give.
+
+A suite file is `chaos.toml`, or the `[tool.chaos]` table of `pyproject.toml` (found in the current
+directory when `chaos suite` names no file), or any TOML file of the same keys, such as the bundled
+known-answer matrix (targets/known_answers.toml):
+
+    seeds = [1, 2, 3]            # or "1-3", or 1 (default: [1])
+    repeat = 1                   # runs of each cell and seed; over 1, the report says whether they agreed
+    correct = ["pg_lease"]       # targets that pass every scenario (a pass cell for each one not listed)
+
+    [[cell]]
+    target = "pg_naive"
+    scenarios = ["kill_after_effect_before_ack"]   # or scenario = "...", or scenarios = "all"
+    params = { mode = "x" }      # -p (a table, or a list of "key=value"); contract (-c), scenario_params (-s)
+    verdict = "fail"             # pass (the default) | fail | inconclusive
+    violation = "stuck"          # the violation a failing cell must name, with its witness
+
+A cell may also state `counts`, `max_recovery_s`, `min_recovery_s`, `witness_order`, `anomalies`,
+`rule` and `server_bug` (chaos.suite.expect says what each checks). Everything is checked when the file
+is read: a mistake is one paragraph naming the file and the cell, before anything runs.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos.discovery import available_scenarios
+from chaos.errors import ConfigError
+from chaos.suite.cell import VERDICTS, Cell, Planned
+
+SUITE_FILE = "chaos.toml"
+SUITE_KEYS = {"seeds", "repeat", "correct", "cell"}
+CELL_KEYS = {"target", "scenario", "scenarios", "params", "contract", "scenario_params", "verdict", "violation",
+             "counts", "max_recovery_s", "min_recovery_s", "witness_order", "anomalies", "rule", "server_bug"}
+_RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    cells: tuple[Cell, ...]
+    seeds: tuple[int, ...] = (1,)
+    repeat: int = 1
+
+    def planned(self) -> list[Planned]:
+        """Every run of the suite, in a stable order: cell by cell, seed by seed, repeat by repeat."""
+        return [Planned(cell, seed, repeat) for cell in self.cells for seed in self.seeds
+                for repeat in range(1, self.repeat + 1)]
+
+
+def find_suite_file(given: Path | None) -> Path:
+    """The file named, else ./chaos.toml, else ./pyproject.toml when it has a [tool.chaos] table."""
+    if given is not None:
+        if not given.is_file():
+            raise ConfigError(f"Suite file {given} does not exist: expected a TOML file listing the suite's cells "
+                              f"(a {SUITE_FILE}, a pyproject.toml with [tool.chaos], or targets/known_answers.toml).")
+        return given
+    if Path(SUITE_FILE).is_file():
+        return Path(SUITE_FILE)
+    pyproject = Path("pyproject.toml")
+    if pyproject.is_file() and "chaos" in _read(pyproject).get("tool", {}):
+        return pyproject
+    raise ConfigError(f"No suite file here: expected {SUITE_FILE}, or a pyproject.toml with a [tool.chaos] table, "
+                      "in the current directory, or a file named on the command line (chaos suite FILE). README's "
+                      "'Suites' section shows one.")
+
+
+def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int | None = None) -> Suite:
+    """The suite `path` describes; `seeds` and `repeat` (the command line's) override the file's."""
+    raw = _read(path)
+    if path.name == "pyproject.toml":
+        raw = raw.get("tool", {}).get("chaos", {})
+        where = f"{path} [tool.chaos]"
+    else:
+        where = str(path)
+    unknown = set(raw) - SUITE_KEYS
+    if unknown:
+        raise ConfigError(f"{where} sets {', '.join(sorted(unknown))}, which a suite file does not take; expected "
+                          f"among {', '.join(sorted(SUITE_KEYS))}.")
+    listed = [_cell(entry, f"{where}, cell {number}") for number, entry in enumerate(_tables(raw, where), 1)]
+    cells = [cell for group in listed for cell in group]
+    plain = {(c.target, c.scenario) for c in cells if not c.params and not c.contract and not c.scenario_params}
+    correct = raw.get("correct", [])
+    if not isinstance(correct, list) or not all(isinstance(name, str) for name in correct):
+        raise ConfigError(f"{where}: correct = {correct!r}; expected a list of target names, each of which passes "
+                          "every scenario.")
+    made = [Cell(target, scenario, listed=False) for target in correct for scenario in _all_scenarios()
+            if (target, scenario) not in plain]
+    if not cells and not made:
+        raise ConfigError(f"{where} lists no cell: expected [[cell]] tables (target, scenario or scenarios) or "
+                          "correct = [target, ...].")
+    return Suite(path, tuple(cells + made), seeds or parse_seeds(raw.get("seeds", [1]), where),
+                 repeat or _positive(raw.get("repeat", 1), "repeat", where))
+
+
+def parse_seeds(value: object, where: str) -> tuple[int, ...]:
+    """1, [1, 2, 5] or "1-5" (inclusive)."""
+    if isinstance(value, str) and (found := _RANGE.match(value)):
+        first, last = int(found.group(1)), int(found.group(2))
+        if first <= last:
+            return tuple(range(first, last + 1))
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return (value,)
+    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                                 for v in value):
+        return tuple(dict.fromkeys(value))
+    raise ConfigError(f"{where}: seeds = {value!r}; expected a seed (1), a list of them ([1, 2, 5]) or an inclusive "
+                      "range (\"1-5\"), each a whole number from 0.")
+
+
+def _positive(value: object, key: str, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise ConfigError(f"{where}: {key} = {value!r}; expected a whole number from 1.")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"Cannot read the suite file {path} ({exc.strerror or exc}).") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Suite file {path} is not valid TOML ({exc}); fix it where the message points.") from exc
+
+
+def _tables(raw: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    entries = raw.get("cell", [])
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise ConfigError(f"{where}: cell must be [[cell]] tables, one per target variant and scenarios.")
+    return entries
+
+
+def _all_scenarios() -> list[str]:
+    return sorted(available_scenarios())
+
+
+def _cell(entry: dict[str, Any], where: str) -> list[Cell]:
+    """One [[cell]] table: a cell per scenario it names."""
+    unknown = set(entry) - CELL_KEYS
+    if unknown:
+        raise ConfigError(f"{where} sets {', '.join(sorted(unknown))}, which a cell does not take; expected among "
+                          f"{', '.join(sorted(CELL_KEYS))}.")
+    target = entry.get("target")
+    if not isinstance(target, str) or not target:
+        raise ConfigError(f"{where} names no target: expected target = \"name\" (`chaos list` shows them) or a path.")
+    verdict = entry.get("verdict", "pass")
+    if verdict not in VERDICTS:
+        raise ConfigError(f"{where}: verdict = {verdict!r}; expected one of {', '.join(VERDICTS)}.")
+    try:
+        return [Cell(target, scenario, verdict, _optional_str(entry, "violation"),
+                     _pairs(entry.get("params", ())), _optional_float(entry, "max_recovery_s"),
+                     _counts(entry.get("counts", {})), _strings(entry.get("witness_order", ())),
+                     _pairs(entry.get("contract", ())), _optional_str(entry, "rule"),
+                     _pairs(entry.get("scenario_params", ())),
+                     None if entry.get("anomalies") is None else _strings(entry["anomalies"]),
+                     _optional_float(entry, "min_recovery_s"), _optional_str(entry, "server_bug"))
+                for scenario in _scenarios(entry)]
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where} ({target}): {exc}.") from exc
+
+
+def _scenarios(entry: dict[str, Any]) -> list[str]:
+    if "scenario" in entry and "scenarios" in entry:
+        raise ValueError("it sets both scenario and scenarios; keep one")
+    chosen = entry.get("scenarios", entry.get("scenario"))
+    if chosen == "all":
+        return _all_scenarios()
+    if isinstance(chosen, str) and chosen:
+        return [chosen]
+    if isinstance(chosen, list) and chosen and all(isinstance(name, str) and name for name in chosen):
+        return list(dict.fromkeys(chosen))
+    raise ValueError(f"scenarios = {chosen!r}; expected scenario = \"name\", a list of names, or scenarios = \"all\"")
+
+
+def _pairs(value: object) -> tuple[str, ...]:
+    """-p/-c/-s settings: a table ({key = value}) or a list of "key=value" strings."""
+    if isinstance(value, dict):
+        return tuple(f"{key}={str(item).lower() if isinstance(item, bool) else item}" for key, item in value.items())
+    if isinstance(value, (list, tuple)) and all(isinstance(item, str) and "=" in item for item in value):
+        return tuple(value)
+    raise ValueError(f"{value!r} is no settings: expected a table (params = {{key = value}}) or a list of "
+                     "\"key=value\" strings")
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise ValueError(f"{value!r}: expected a list of strings")
+
+
+def _counts(value: object) -> dict[str, int]:
+    if isinstance(value, dict) and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
+        return {str(key): int(v) for key, v in value.items()}
+    raise ValueError(f"counts = {value!r}: expected a table of whole numbers (counts = {{ lost = 0 }})")
+
+
+def _optional_str(entry: dict[str, Any], key: str) -> str | None:
+    value = entry.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"{key} = {value!r}: expected a string")
+
+
+def _optional_float(entry: dict[str, Any], key: str) -> float | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    raise ValueError(f"{key} = {value!r}: expected a number of seconds")
