@@ -25,6 +25,7 @@ from typing import Any
 
 from chaos.discovery import find_scenario, find_target
 from chaos.errors import ChaosError, ConfigError
+from chaos.leftovers import run_processes
 from chaos.procs import die_with_parent
 from chaos.runtime.run import RunOptions, prepare
 from chaos.suite.cell import Cell, Planned
@@ -123,6 +124,10 @@ class SuiteRunner:
         run_dir = runs[-1] if runs else None
         verdict = _verdict(run_dir)
         outcome = judge_cell(cell, verdict, code, output.read_text(errors="replace"))
+        left = run_processes(run_dir) if run_dir is not None and (run_dir / "ledger.sqlite").exists() else []
+        if left:  # cleanup is part of correctness: a run that leaves a process behind is a broken run
+            outcome = Outcome("error", [f"the run left {len(left)} process(es) behind after it ended: "
+                                        + ", ".join(f"pid {p.pid}" for p in left)] + outcome.reasons)
         relative = str(run_dir.relative_to(self.out)) if run_dir is not None else None
         return CellRun(planned, outcome, code, time.monotonic() - began, relative, verdict, shared)
 

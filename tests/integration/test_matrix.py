@@ -1,86 +1,40 @@
-"""Every cell of the known-answer matrix (targets/known_answers.toml), through the real CLI against real
-servers (PostgreSQL, Redis, beanstalkd, RabbitMQ): the expected verdict and exit code, the violation it
-must name (with its witness), every fault exercised, the exact job counts and recovery times where the
-cell states them, nothing lost where the scenario promises it, and no process of the run left running or
-stopped.
+"""The known-answer matrix (targets/known_answers.toml) is a suite file: `chaos suite` runs every cell
+through the real CLI against real servers, two at a time, and judges each against its known answer
+(`chaos.suite.expect`: the verdict and exit code, the violation it must name with its witness, every
+fault exercised, the exact job counts and recovery times where the cell states them, the anomalies),
+sharing a RabbitMQ node per worker slot where a cell needs no control of the broker. This test drives
+that suite, and checks beside it that nothing of any run was left running or stopped and that no job is
+lost where the scenario promises it.
 
-A RabbitMQ node takes seconds to boot, so the RabbitMQ cells that need no control of the broker (no
-broker fault, no parameter of the node) share one node per test process, each run in its own vhost
-through the external provider; the others start their own node, as a user's run does."""
+The rest checks the file itself against README's table and its own rules."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-import pytest
-
-from chaos.discovery import find_scenario, find_target
-from chaos.faults import KINDS
-from chaos.known_answers import Cell, bundled_scenarios, correct_targets, load
+from chaos.known_answers import bundled_scenarios, correct_targets, load, matrix_file
 from chaos.leftovers import run_processes
-from tests.integration.runner import REPO, CliResult, chaos
+from tests.integration.runner import REPO, chaos
 
 MATRIX = load()
 
 
-def on_a_shared_broker(cell: Cell) -> bool:
-    """A RabbitMQ cell whose run needs no node of its own: no broker fault, no node setting among its params."""
-    faults = find_scenario(cell.scenario).faults
-    return (find_target(cell.target).backend == "rabbitmq" and not cell.params
-            and not any(KINDS[kind].needs for kind in faults))
-
-
-SHARED = [cell for cell in MATRIX if on_a_shared_broker(cell)]
-OWN = [cell for cell in MATRIX if not on_a_shared_broker(cell)]
-
-
-def in_order(kinds: list[str], expected: tuple[str, ...]) -> bool:
-    """Whether `expected` occurs in `kinds` as a subsequence."""
-    remaining = iter(kinds)
-    return all(kind in remaining for kind in expected)
-
-
-@pytest.mark.parametrize("cell", OWN, ids=[cell.id for cell in OWN])
-def test_cell(cell: Cell, tmp_path: Path) -> None:
-    check(cell, chaos(*cell.argv(1, tmp_path)))
-
-
-@pytest.mark.parametrize("cell", SHARED, ids=[cell.id for cell in SHARED])
-def test_cell_on_a_shared_broker(cell: Cell, shared_rabbitmq: dict[str, str], tmp_path: Path) -> None:
-    check(cell, chaos(*cell.argv(1, tmp_path), "--backend", "external", env=shared_rabbitmq))
-
-
-def check(cell: Cell, result: CliResult) -> None:
-    assert result.code == cell.exit_code, result.stdout + result.stderr
-    verdict = result.verdict
-    assert verdict["verdict"] == cell.verdict
-    assert result.stdout.startswith(cell.verdict.upper())
-    kinds = {v["kind"] for v in verdict["violations"]}
-    if cell.violation is None:
-        assert not kinds, result.stdout
-    else:
-        assert cell.violation in kinds, result.stdout
-        named = [v for v in verdict["violations"] if v["kind"] == cell.violation]
-        assert all(v["witness"] for v in named) and f"violation {cell.violation}" in result.stdout
-    for violation in verdict["violations"] if cell.witness_order else []:
-        witness = [entry["kind"] for entry in violation["witness"]]
-        assert in_order(witness, cell.witness_order), witness
-    assert all(f["exercised"] for f in verdict["faults"]) or cell.verdict == "fail", verdict["faults"]
-    if ("restart" in cell.scenario or cell.scenario.startswith("kill")) and cell.violation != "lost":
-        assert verdict["counts"]["lost"] == 0, "every job survives a restart during recovery"
-    assert {name: verdict["counts"][name] for name in cell.counts} == cell.counts
-    if cell.max_recovery_s is not None:
-        assert verdict["recovery"]["max_s"] < cell.max_recovery_s
-    if cell.min_recovery_s is not None:
-        if not verdict["recovery"].get("jobs") and cell.server_bug:
-            pytest.xfail(f"no recovery at all: {cell.server_bug}")
-        assert verdict["recovery"]["min_s"] > cell.min_recovery_s
-    if cell.anomalies is not None:
-        assert sorted({a["kind"] for a in verdict["anomalies"]}) == sorted(cell.anomalies), verdict["anomalies"]
-        assert all(a["exposure_s"] > 0 for a in verdict["anomalies"])
-    assert "--seed 1" in result.stdout
-    assert not run_processes(result.dir)
+def test_the_known_answer_suite(tmp_path: Path) -> None:
+    out = tmp_path / "suite"
+    result = chaos("suite", str(matrix_file()), "-j", "2", "--out", str(out), runs_dir=tmp_path, timeout=3600)
+    document = json.loads((out / "suite.json").read_text())
+    wrong = [f"{c['variant']} x {c['scenario_variant']}: {c['status']}: {'; '.join(c['reasons'])} ({c['run_dir']})"
+             for c in document["cells"] if c["status"] not in ("pass", "xfail")]
+    assert result.code == 0 and not wrong, "\n".join(wrong) + result.stderr
+    assert len(document["cells"]) == len(MATRIX)
+    for cell in document["cells"]:
+        scenario, violation = cell["scenario"], cell["expected"]["violation"]
+        verdict = json.loads((out / cell["run_dir"] / "verdict.json").read_text())
+        if ("restart" in scenario or scenario.startswith("kill")) and violation != "lost":
+            assert verdict["counts"]["lost"] == 0, f"{cell['key']}: every job survives a restart during recovery"
+        assert not run_processes(out / cell["run_dir"]), cell["key"]
 
 
 def test_readme_matrix_matches_the_known_answers() -> None:

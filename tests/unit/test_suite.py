@@ -1,0 +1,238 @@
+"""Suites without running anything: reading suite files (and their mistakes), judging a run against its
+cell, splitting into shards, and the suite's reports (exit code, JUnit, the step summary's cap, merging)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos.errors import ConfigError
+from chaos.known_answers import bundled_scenarios, load, matrix_file
+from chaos.suite.cell import Cell, Planned
+from chaos.suite.expect import Outcome, judge_cell, worst
+from chaos.suite.merge import merge
+from chaos.suite.report import cell_record, junit, markdown, suite_document, write_suite_reports
+from chaos.suite.runner import CellRun
+from chaos.suite.shard import parse_shard, select
+from chaos.suite.spec import find_suite_file, load_suite, parse_seeds
+
+# -- suite files ---------------------------------------------------------------------------------
+
+
+def write(tmp_path: Path, text: str, name: str = "chaos.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_suite_file_expands_scenarios_seeds_and_repeats(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, """
+seeds = "1-3"
+repeat = 2
+[[cell]]
+target = "pg_naive"
+scenarios = ["kill_after_effect_before_ack", "no_faults"]
+params = { mode = "x", flag = true }
+verdict = "fail"
+violation = "stuck"
+"""))
+    assert [c.scenario for c in suite.cells] == ["kill_after_effect_before_ack", "no_faults"]
+    assert suite.cells[0].params == ("mode=x", "flag=true") and suite.cells[0].violation == "stuck"
+    planned = suite.planned()
+    assert len(planned) == 2 * 3 * 2 and len({p.run_key for p in planned}) == 12
+    assert len({p.key for p in planned}) == 6, "a key names a cell and seed, whatever the repeat"
+
+
+def test_scenarios_all_and_correct_targets_cover_every_scenario(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, 'correct = ["pg_lease"]\n[[cell]]\ntarget = "pg_naive"\nscenarios = "all"\n'))
+    assert sorted(c.scenario for c in suite.cells if c.target == "pg_naive") == bundled_scenarios()
+    assert sorted(c.scenario for c in suite.cells if c.target == "pg_lease") == bundled_scenarios()
+    assert all(not c.listed for c in suite.cells if c.target == "pg_lease")
+
+
+def test_pyproject_tool_chaos_is_a_suite_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, '[project]\nname = "x"\n[tool.chaos]\nseeds = [4, 5]\n[[tool.chaos.cell]]\ntarget = "pg_lease"\n'
+                    'scenario = "no_faults"\n', "pyproject.toml")
+    monkeypatch.chdir(tmp_path)
+    path = find_suite_file(None)
+    assert path.name == "pyproject.toml"
+    suite = load_suite(path)
+    assert suite.seeds == (4, 5) and [c.scenario for c in suite.cells] == ["no_faults"]
+
+
+def test_the_known_answer_matrix_is_a_suite_file() -> None:
+    assert list(load_suite(matrix_file()).cells) == load()
+
+
+@pytest.mark.parametrize("text, phrase", [
+    ('colour = 1\n[[cell]]\ntarget = "a"\nscenario = "b"\n', "sets colour, which a suite file does not take"),
+    ('[[cell]]\ntarget = "a"\nscenario = "b"\nverdict = "maybe"\n', "verdict = 'maybe'; expected one of pass"),
+    ('[[cell]]\ntarget = "a"\nscenario = "b"\nscenarios = ["c"]\n', "sets both scenario and scenarios"),
+    ('[[cell]]\nscenario = "b"\n', "cell 1 names no target"),
+    ('[[cell]]\ntarget = "a"\nscenario = "b"\nparams = ["x"]\n', "is no settings"),
+    ('[[cell]]\ntarget = "a"\nscenario = "b"\nwhat = 1\n', "sets what, which a cell does not take"),
+    ('seeds = "5-1"\n[[cell]]\ntarget = "a"\nscenario = "b"\n', "seeds = '5-1'"),
+    ("seeds = [1]\n", "lists no cell"),
+    ("[[cell]\n", "is not valid TOML"),
+])
+def test_a_suite_files_mistake_is_one_paragraph_naming_it(tmp_path: Path, text: str, phrase: str) -> None:
+    with pytest.raises(ConfigError, match=None) as caught:
+        load_suite(write(tmp_path, text))
+    assert phrase in str(caught.value) and "chaos.toml" in str(caught.value)
+
+
+def test_no_suite_file_says_where_one_is_looked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"No suite file here: expected chaos.toml"):
+        find_suite_file(None)
+
+
+def test_seeds_read_as_a_number_a_list_or_a_range() -> None:
+    assert parse_seeds(3, "x") == (3,) and parse_seeds([2, 1, 2], "x") == (2, 1)
+    assert parse_seeds("2-4", "x") == (2, 3, 4)
+
+
+# -- a run judged against its cell --------------------------------------------------------------------
+
+STUCK = Cell("pg_naive", "kill_after_effect_before_ack", "fail", "stuck")
+
+
+def verdict(kind: str = "pass", *violations: str, **extra: Any) -> dict[str, Any]:
+    return {"verdict": kind, "violations": [{"kind": v, "job": "job-1", "message": "m", "witness": [{"kind": "x"}]}
+                                            for v in violations], "faults": [], "counts": {}, "recovery": {},
+            "anomalies": [], "notes": [], **extra}
+
+
+def test_a_broken_variant_failing_as_it_must_is_a_pass() -> None:
+    assert judge_cell(STUCK, verdict("fail", "stuck"), 1) == Outcome("pass", [])
+
+
+def test_a_wrong_answer_says_what_was_expected_and_what_came() -> None:
+    outcome = judge_cell(STUCK, verdict("fail", "lost"), 1)
+    assert outcome.status == "fail" and outcome.reasons == ["expected the violation stuck, got lost"]
+    assert judge_cell(STUCK, verdict("pass"), 0).reasons[0] == "expected FAIL, got PASS (exit code 0)"
+
+
+def test_no_verdict_an_error_verdict_and_an_unexpected_inconclusive_are_not_answers() -> None:
+    assert judge_cell(STUCK, None, 3, "a\nTraceback\nBoom").status == "error"
+    assert judge_cell(STUCK, verdict("error", error="HarnessError: x"), 3).status == "error"
+    assert judge_cell(STUCK, verdict("inconclusive", notes=["fault f1 not exercised"]), 4) == Outcome(
+        "inconclusive", ["inconclusive: fault f1 not exercised"])
+
+
+def test_counts_and_recovery_bounds_are_checked() -> None:
+    cell = Cell("t", "s", counts={"lost": 0}, max_recovery_s=2.0)
+    ok = verdict(counts={"lost": 0}, recovery={"jobs": {"a": 1.0}, "max_s": 1.0, "min_s": 1.0})
+    assert judge_cell(cell, ok, 0).status == "pass"
+    slow = verdict(counts={"lost": 1}, recovery={"jobs": {"a": 3.0}, "max_s": 3.0, "min_s": 3.0})
+    assert judge_cell(cell, slow, 0).reasons == ["expected counts {'lost': 0}, got {'lost': 1}",
+                                                 "expected every recovery under 2.0s, got 3.0s at the slowest"]
+
+
+def test_a_known_server_bug_forgives_only_a_missing_recovery() -> None:
+    cell = Cell("beanstalkd_ttr", "stop_past_deadline", min_recovery_s=1.0, counts={"lost": 0}, server_bug="bug")
+    assert judge_cell(cell, verdict(counts={"lost": 0}), 0).status == "xfail"
+    # near miss: no recovery, and something else differs too
+    assert judge_cell(cell, verdict(counts={"lost": 1}), 0).status == "fail"
+
+
+def test_a_suites_status_is_its_worst_cells() -> None:
+    assert worst(["pass", "xfail", "inconclusive"]) == "inconclusive"
+    assert worst(["inconclusive", "fail"]) == "fail" and worst(["fail", "error", "pass"]) == "error"
+    assert worst([]) == "pass"
+
+
+# -- shards --------------------------------------------------------------------------------------------
+
+
+def test_shards_cover_every_run_once_and_keep_repeats_together() -> None:
+    cells = tuple(Cell(f"t{i}", "s") for i in range(7))
+    planned = [Planned(cell, seed, repeat) for cell in cells for seed in (1, 2) for repeat in (1, 2)]
+    slices = [select(planned, (k, 3)) for k in (1, 2, 3)]
+    assert sorted(p.run_key for s in slices for p in s) == sorted(p.run_key for p in planned)
+    assert all(len({p.key for p in s} & {p.key for p in t}) == 0 for s in slices for t in slices if s is not t)
+    assert select(planned, (2, 3)) == slices[1], "every machine computes the same split"
+
+
+def test_stored_durations_balance_the_shards() -> None:
+    planned = [Planned(Cell(f"t{i}", "s"), 1) for i in range(6)]
+    durations = {p.key: d for p, d in zip(planned, [10.0, 9.0, 1.0, 1.0, 1.0, 1.0], strict=True)}
+    loads = [sum(durations[p.key] for p in select(planned, (k, 2), durations)) for k in (1, 2)]
+    assert sorted(loads) == [11.0, 12.0]
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0"])
+def test_a_bad_shard_is_a_usage_error(text: str) -> None:
+    with pytest.raises(ConfigError, match="expected K/N with 1 <= K <= N"):
+        parse_shard(text)
+    assert parse_shard("2/4") == (2, 4)
+
+
+# -- reports --------------------------------------------------------------------------------------------
+
+
+def run(cell: Cell, status: str, seed: int = 1, repeat: int = 1, got: str = "pass") -> CellRun:
+    outcome = Outcome(status, [] if status == "pass" else [f"{status} reason"])
+    return CellRun(Planned(cell, seed, repeat), outcome, 0, 1.5, f"cells/{cell.id}", verdict(got), False)
+
+
+def document(*runs: CellRun, shards: list[str] | None = None) -> dict[str, Any]:
+    return suite_document([cell_record(r) for r in runs], suite="chaos.toml", shards=shards or [], duration_s=3.0)
+
+
+def test_the_suite_report_counts_statuses_and_takes_the_worst_exit_code() -> None:
+    doc = document(run(Cell("a", "s"), "pass"), run(Cell("b", "s"), "inconclusive"), run(Cell("c", "s"), "fail"))
+    assert doc["status"] == "fail" and doc["exit_code"] == 1
+    assert doc["counts"] == {"pass": 1, "xfail": 0, "inconclusive": 1, "fail": 1, "error": 0}
+    cases = junit(doc).getroot()
+    assert cases is not None
+    assert cases.get("failures") == "1" and cases.get("errors") == "1"
+    kinds = {case.get("classname"): [child.tag for child in case] for case in cases}
+    assert kinds == {"chaos.a": [], "chaos.b": ["error"], "chaos.c": ["failure"]}, "inconclusive is never a pass"
+
+
+def test_repeats_report_whether_the_verdicts_agreed() -> None:
+    cell = Cell("a", "s")
+    doc = document(run(cell, "pass", repeat=1), run(cell, "fail", repeat=2, got="fail"))
+    assert doc["stability"] == [{"key": "a-s-seed1", "runs": 2, "verdicts": {"pass": 1, "fail": 1}, "stable": False}]
+    assert "unstable: a-s-seed1" in markdown(doc)
+
+
+def test_the_step_summary_stays_under_its_cap_and_says_what_it_left_out() -> None:
+    runs = [run(Cell(f"target_{i}", f"scenario_{i % 7}"), "fail") for i in range(400)]
+    doc = document(*runs)
+    text = markdown(doc, cap=10_000)
+    assert len(text.encode()) <= 10_000
+    assert "The matrix is left out" in text and "more left out to stay under GitHub's 1 MiB step summary" in text
+    assert "## queue-chaos suite: FAIL (exit 1)" in text
+
+
+def test_write_appends_to_githubs_step_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "step.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    write_suite_reports(tmp_path, document(run(Cell("a", "s"), "pass")))
+    assert summary.read_text().startswith("earlier step\n## queue-chaos suite: PASS (exit 0)")
+    assert ET.parse(tmp_path / "junit.xml").getroot().get("tests") == "1"
+
+
+def test_merged_shards_equal_the_whole_and_overlap_is_refused(tmp_path: Path) -> None:
+    runs = [run(Cell(f"t{i}", "s"), "fail" if i == 3 else "pass") for i in range(5)]
+    whole = document(*runs)
+    for k in (1, 2):
+        mine = {p.key for p in select([r.planned for r in runs], (k, 2))}
+        shard = tmp_path / f"shard{k}"
+        shard.mkdir()
+        write_suite_reports(shard, document(*[r for r in runs if r.planned.key in mine], shards=[f"{k}/2"]))
+    merged = merge([tmp_path / "shard1", tmp_path / "shard2"], tmp_path / "merged")
+    by_key = {c["key"]: (c["status"], c["verdict"]) for c in merged["cells"]}
+    assert by_key == {c["key"]: (c["status"], c["verdict"]) for c in whole["cells"]}
+    assert merged["exit_code"] == whole["exit_code"] == 1 and merged["shards"] == ["1/2", "2/2"]
+    assert all(c["run_dir"].startswith("../shard") for c in merged["cells"])
+    assert json.loads((tmp_path / "merged" / "suite.json").read_text())["counts"] == whole["counts"]
+    with pytest.raises(ConfigError, match="the shards overlap"):
+        merge([tmp_path / "shard1", tmp_path / "shard1"], tmp_path / "again")
