@@ -29,6 +29,7 @@ from chaos.discovery import available_scenarios, available_targets, find_scenari
 from chaos.errors import ChaosError, ConfigError
 from chaos.ledger import LedgerUnwritable, read_events
 from chaos.reports import summary, write_reports
+from chaos.reports.schemas import NAMES, schema_text
 from chaos.runtime import last_resort
 from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.run import RunOptions, run_scenario
@@ -91,6 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     merge = sub.add_parser("merge", help="join the outputs of a suite's shards into one report")
     merge.add_argument("dirs", nargs="+", type=Path, help="each shard's --out directory")
     merge.add_argument("--out", type=Path, required=True, help="where the merged reports go")
+    schema = sub.add_parser("schema", help="print the JSON Schema of verdict.json or suite.json")
+    schema.add_argument("name", nargs="?", choices=NAMES, default="verdict")
     report = sub.add_parser("report", help="recompute the verdict of a run from its ledger alone")
     report.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="show the targets and scenarios found")
@@ -324,6 +327,9 @@ def command(argv: list[str] | None = None) -> int:
             return _suite(args)
         if args.command == "merge":
             return _merge(args)
+        if args.command == "schema":
+            _say(schema_text(args.name).rstrip())
+            return 0
         if args.command == "target":
             return _target(args)
         if args.command == "clean":

@@ -14,8 +14,11 @@ import json
 import re
 from pathlib import Path
 
+import jsonschema
+
 from chaos.known_answers import bundled_scenarios, correct_targets, load, matrix_file
 from chaos.leftovers import run_processes
+from chaos.reports.schemas import schema
 from tests.integration.runner import REPO, chaos
 
 MATRIX = load()
@@ -29,9 +32,11 @@ def test_the_known_answer_suite(tmp_path: Path) -> None:
              for c in document["cells"] if c["status"] not in ("pass", "xfail")]
     assert result.code == 0 and not wrong, "\n".join(wrong) + result.stderr
     assert len(document["cells"]) == len(MATRIX)
+    jsonschema.validate(document, schema("suite"))
     for cell in document["cells"]:
         scenario, violation = cell["scenario"], cell["expected"]["violation"]
         verdict = json.loads((out / cell["run_dir"] / "verdict.json").read_text())
+        jsonschema.validate(verdict, schema("verdict"))
         if ("restart" in scenario or scenario.startswith("kill")) and violation != "lost":
             assert verdict["counts"]["lost"] == 0, f"{cell['key']}: every job survives a restart during recovery"
         assert not run_processes(out / cell["run_dir"]), cell["key"]

@@ -12,7 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from chaos.leftovers import run_processes
+from chaos.reports.schemas import schema
 from tests.integration.runner import REPO, chaos
 
 SUITE = """
@@ -60,9 +63,17 @@ def test_a_suite_runs_every_cell_and_exits_with_its_worst(tmp_path: Path) -> Non
     assert "[4/4]" in result.stdout and "FAIL: 3 pass, 1 fail" in result.stdout
     summary = (out / "summary.md").read_text()
     assert "## queue-chaos suite: FAIL (exit 1)" in summary and "✅ stuck" in summary and "❌ lost" in summary
+    jsonschema.validate(document, schema("suite"))
     for cell in document["cells"]:
-        assert (out / cell["run_dir"] / "verdict.json").is_file()
+        jsonschema.validate(json.loads((out / cell["run_dir"] / "verdict.json").read_text()), schema("verdict"))
         assert not run_processes(out / cell["run_dir"])
+
+
+def test_chaos_schema_prints_the_schemas_the_reports_keep_to(tmp_path: Path) -> None:
+    for name in ("verdict", "suite"):
+        result = chaos("schema", name, runs_dir=tmp_path)
+        assert result.code == 0 and json.loads(result.stdout) == schema(name)
+    assert json.loads(chaos("schema", runs_dir=tmp_path).stdout)["$id"] == "queue-chaos/verdict/1"
 
 
 def test_a_mistake_in_any_cell_is_exit_2_before_anything_runs(tmp_path: Path) -> None:

@@ -1,0 +1,151 @@
+"""The pytest plugin (entry point `pytest11`: loaded wherever queue-chaos is installed; `-p no:chaos`
+turns it off). It adds nothing to a test run until asked:
+
+- `pytest --chaos-target NAME [--chaos-scenario NAME]... [--chaos-seeds 1-5] [--chaos-param KEY=VALUE]...`
+  collects each target x scenario x seed as a test item, `chaos[pg_lease-kill_after_effect_before_ack-seed3]`,
+  which runs that cell through `chaos run` (a process of its own, as any run) and passes when the verdict
+  is pass. A failure shows the run's summary: its violations with their witnesses, and the reproduce line.
+  A known-bad cell is marked `xfail(strict=True)` from a conftest.py (`pytest_collection_modifyitems`,
+  by the item's `chaos_cell` id) or listed in the ini option `chaos_xfail`: then it must fail, every time.
+- the `chaos_run` fixture runs a cell from an ordinary test and returns its verdict (verdict.json's
+  content, with the run dir under "run_dir").
+
+pytest's own `--junitxml`, `-n` (pytest-xdist) and `-k` then work on the cells as on any test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ITEM = "chaos"  # the plugin imports the rest of chaos only when asked for cells: any test run loads it
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("chaos", "queue-chaos: run scenarios against targets as test items")
+    group.addoption("--chaos-target", action="append", default=[], metavar="NAME",
+                    help="collect this target's cells (a name `chaos list` shows, or a folder); repeatable")
+    group.addoption("--chaos-scenario", action="append", default=[], metavar="NAME",
+                    help="only these scenarios (default: every scenario found); repeatable")
+    group.addoption("--chaos-seeds", default="1", metavar="SEEDS", help="the seeds of each cell: 3, 1,2,5 or 1-5")
+    group.addoption("--chaos-param", action="append", default=[], metavar="KEY=VALUE",
+                    help="a target setting for every cell, as chaos run's -p; repeatable")
+    group.addoption("--chaos-runs-dir", default="runs", metavar="DIR",
+                    help="where each cell's run dir goes, under a folder of its id (default ./runs)")
+    parser.addini("chaos_xfail", "cells (item ids, e.g. pg_naive-no_faults-seed1) that must fail: "
+                                 "xfail(strict=True)", type="linelist", default=[])
+
+
+def _seeds(config: pytest.Config) -> tuple[int, ...]:
+    from chaos.suite.spec import parse_seeds
+
+    text = str(config.getoption("--chaos-seeds"))
+    parts = [part.strip() for part in text.split(",")]
+    value: object = [int(p) for p in parts if p.isdigit()] if len(parts) > 1 else (int(text) if text.isdigit()
+                                                                                   else text)
+    try:
+        return parse_seeds(value, "--chaos-seeds")
+    except Exception as exc:  # noqa: BLE001 - a usage error, said as pytest says one
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    targets = config.getoption("--chaos-target")
+    if not targets:
+        return None
+    return (f"queue-chaos: targets {', '.join(targets)}; scenarios "
+            f"{', '.join(config.getoption('--chaos-scenario')) or 'all'}; seeds {list(_seeds(config))}")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    targets = config.getoption("--chaos-target")
+    if not targets:
+        return
+    from chaos.discovery import available_scenarios, find_target
+    from chaos.errors import ConfigError
+
+    scenarios = config.getoption("--chaos-scenario") or sorted(available_scenarios())
+    xfail = set(config.getini("chaos_xfail"))
+    try:
+        for target in targets:
+            find_target(target)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+    for target in targets:
+        for scenario in scenarios:
+            for seed in _seeds(config):
+                cell = f"{Path(target).name}-{scenario}-seed{seed}"
+                item = ChaosItem.from_parent(session, name=f"{ITEM}[{cell}]", target=target, scenario=scenario,
+                                             seed=seed, params=list(config.getoption("--chaos-param")), cell=cell)
+                if cell in xfail:
+                    item.add_marker(pytest.mark.xfail(strict=True, reason="a known-bad cell: it must fail"))
+                items.append(item)
+
+
+class ChaosFailure(Exception):
+    """A cell's run did not pass: its summary says why."""
+
+
+class ChaosItem(pytest.Item):
+    def __init__(self, *, target: str, scenario: str, seed: int, params: list[str], cell: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.target, self.scenario, self.seed, self.params, self.chaos_cell = target, scenario, seed, params, cell
+
+    def runtest(self) -> None:
+        runs = Path(self.config.getoption("--chaos-runs-dir")) / self.chaos_cell
+        runs.mkdir(parents=True, exist_ok=True)
+        verdict, summary = run_cell(runs, self.target, self.scenario, self.seed, self.params)
+        self.user_properties.append(("verdict", verdict.get("verdict")))
+        if verdict.get("verdict") != "pass":
+            raise ChaosFailure(summary)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ChaosFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return Path(self.target), 0, f"chaos run --target {self.target} --scenario {self.scenario} --seed {self.seed}"
+
+
+def run_cell(runs_dir: Path, target: str, scenario: str, seed: int = 1, params: list[str] | tuple[str, ...] = (),
+             contract: list[str] | tuple[str, ...] = (),
+             scenario_params: list[str] | tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
+    """One `chaos run` of the cell; its verdict.json (with "run_dir") and what it printed."""
+    argv = [sys.executable, "-m", "chaos", "run", "--target", target, "--scenario", scenario, "--seed", str(seed),
+            "--runs-dir", str(runs_dir)]
+    for flag, settings in (("-p", params), ("-c", contract), ("-s", scenario_params)):
+        for setting in settings:
+            argv += [flag, setting]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    printed = (done.stdout + done.stderr).strip()
+    if done.returncode == 2:
+        raise pytest.UsageError(printed)
+    dirs = sorted(p for p in runs_dir.iterdir() if p.is_dir() and (p / "ledger.sqlite").exists())
+    if not dirs or not (dirs[-1] / "verdict.json").is_file():
+        raise ChaosFailure(f"the run wrote no verdict (exit code {done.returncode}):\n{printed}")
+    verdict: dict[str, Any] = json.loads((dirs[-1] / "verdict.json").read_text())
+    verdict["run_dir"] = str(dirs[-1])
+    return verdict, printed
+
+
+@pytest.fixture
+def chaos_run(tmp_path: Path) -> Iterator[Callable[..., dict[str, Any]]]:
+    """`chaos_run(target, scenario, seed=1, params=(), contract=(), scenario_params=())`: run one cell and
+    return its verdict (verdict.json's content, with "run_dir")."""
+    count = [0]
+
+    def run(target: str, scenario: str, seed: int = 1, params: tuple[str, ...] = (), contract: tuple[str, ...] = (),
+            scenario_params: tuple[str, ...] = ()) -> dict[str, Any]:
+        count[0] += 1
+        runs = tmp_path / f"chaos-run-{count[0]}"
+        runs.mkdir()
+        return run_cell(runs, target, scenario, seed, params, contract, scenario_params)[0]
+
+    yield run
