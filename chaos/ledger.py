@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
+from chaos import events
 from chaos.errors import ConfigError
 from chaos.events import Event, Record
 
@@ -161,13 +162,29 @@ def last_event(path: Path) -> Event | None:
         return None
 
 
+def progress(path: Path) -> tuple[int, int, int, str | None]:
+    """A running ledger at a glance, for a suite's progress line: jobs enqueued, jobs some ack the queue
+    accepted has settled, faults applied, and the last event's kind (zeros and None while unreadable)."""
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            enqueued, settled, faults = db.execute(
+                "SELECT COUNT(DISTINCT CASE WHEN kind = ? THEN job END), "
+                "COUNT(DISTINCT CASE WHEN kind = ? AND json_extract(data, '$.ok') = 1 THEN job END), "
+                "COUNT(CASE WHEN kind = ? THEN 1 END) FROM events",
+                (events.ENQUEUE, events.PROBE_ACK, events.FAULT_APPLIED)).fetchone()
+            last = db.execute("SELECT kind FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        return int(enqueued), int(settled), int(faults), None if last is None else str(last[0])
+    except sqlite3.Error:
+        return 0, 0, 0, None
+
+
 def _load(db: sqlite3.Connection, kinds: tuple[str, ...]) -> list[Event]:
-    events: list[Event] = []
+    loaded: list[Event] = []
     where = f" WHERE kind IN ({','.join('?' * len(kinds))})" if kinds else ""
     cursor = db.execute(f"SELECT seq, mono, wall, source, kind, job, worker, data FROM events{where} ORDER BY seq",
                         kinds)
     while rows := cursor.fetchmany(_LOAD_CHUNK):
         payloads = json.loads("[" + ",".join(row[7] for row in rows) + "]")
         for (seq, mono, wall, source, kind, job, worker, _), data in zip(rows, payloads, strict=True):
-            events.append(Event(seq, mono, wall, source, kind, job, worker, data))
-    return events
+            loaded.append(Event(seq, mono, wall, source, kind, job, worker, data))
+    return loaded

@@ -30,6 +30,7 @@ from chaos.procs import die_with_parent
 from chaos.runtime.run import RunOptions, prepare
 from chaos.suite.cell import Cell, Planned
 from chaos.suite.expect import Outcome, judge_cell
+from chaos.suite.progress import Progress
 from chaos.suite.shared import SharedServers, shareable
 
 STOP_GRACE_S = 60.0  # how long a stopped run may take to clean up before it is killed
@@ -67,7 +68,7 @@ class SuiteRunner:
     def __init__(self, out: Path, jobs: int, share_servers: bool, say: Callable[[str], None]) -> None:
         self.out = out
         self.jobs = jobs
-        self.say = say
+        self.progress = Progress(say)
         self.shared = SharedServers(out / "servers") if share_servers else None
         self._slots: queue.Queue[int] = queue.Queue()
         for slot in range(jobs):
@@ -81,14 +82,15 @@ class SuiteRunner:
         done: dict[int, CellRun] = {}
         pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="chaos-suite")
         try:
-            futures: dict[Future[CellRun], int] = {pool.submit(self._run_one, run): i for i, run in enumerate(planned)}
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    result = future.result()
-                    done[futures[future]] = result
-                    self.say(self._line(len(done), len(planned), result))
+            with self.progress:
+                futures = {pool.submit(self._run_one, run): i for i, run in enumerate(planned)}
+                pending: set[Future[CellRun]] = set(futures)
+                while pending:
+                    finished, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        result = future.result()
+                        done[futures[future]] = result
+                        self.progress.finished(result.planned, self._line(len(done), len(planned), result))
         except BaseException:
             self._stop_all()
             raise
@@ -119,6 +121,7 @@ class SuiteRunner:
             env.update(self.shared.env(slot))
             argv += ["--backend", "external"]
         output = cell_dir / "output.log"
+        self.progress.started(planned, cell_dir / "runs")
         code = self._spawn(argv, env, output)
         runs = sorted(p for p in (cell_dir / "runs").glob("*") if p.is_dir()) if (cell_dir / "runs").is_dir() else []
         run_dir = runs[-1] if runs else None

@@ -236,3 +236,36 @@ def test_merged_shards_equal_the_whole_and_overlap_is_refused(tmp_path: Path) ->
     assert json.loads((tmp_path / "merged" / "suite.json").read_text())["counts"] == whole["counts"]
     with pytest.raises(ConfigError, match="the shards overlap"):
         merge([tmp_path / "shard1", tmp_path / "shard1"], tmp_path / "again")
+
+
+# -- progress -----------------------------------------------------------------------------------------
+
+
+def test_a_running_runs_progress_is_read_from_its_ledger(tmp_path: Path) -> None:
+    from chaos import events
+    from chaos.ledger import Ledger
+    from chaos.suite.progress import Progress
+
+    runs = tmp_path / "runs"
+    (runs / "20260101-run").mkdir(parents=True)
+    ledger = Ledger(runs / "20260101-run" / "ledger.sqlite")
+    lines: list[str] = []
+    progress = Progress(lines.append, live=False)
+    planned = Planned(Cell("pg_lease", "kill_after_effect_before_ack"), 3)
+    progress.started(planned, runs)
+    run = progress._running[planned.run_key]
+    ledger.append(events.run_start(target="pg_lease"))
+    assert progress._status(run)[0] == "starting"
+    for job in ("a", "b"):
+        ledger.append(events.enqueue(job, {}))
+    ledger.append(events.probe(events.ACK, "a", "w1", {"token": "t", "ok": True}))
+    ledger.append(events.fault_applied("f1", "w1", {}))
+    phase, text = progress._status(run)
+    assert phase == "injecting faults"
+    assert text.startswith("pg_lease x kill_after_effect_before_ack seed 3: injecting faults; 1/2 jobs settled, "
+                           "1 fault(s) injected")
+    ledger.append(events.run_end("ok", ""))
+    assert progress._status(run)[0] == "judging"
+    progress.finished(planned, "[1/1] PASS ...")
+    assert lines == ["[1/1] PASS ..."] and not progress._running
+    ledger.close()
