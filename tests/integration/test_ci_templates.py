@@ -63,21 +63,30 @@ def github(text: str, values: dict[str, dict[str, Any]]) -> str:
     return EXPRESSION.sub(fill, text)
 
 
-def merged_equals_unsharded(merged: Path, project: Path, tmp_path: Path) -> None:
-    whole = chaos("suite", str(project / "chaos.toml"), "-j", "2", "--out", str(tmp_path / "whole"), runs_dir=tmp_path)
+@pytest.fixture(scope="module")
+def unsharded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
+    """The suite run whole on one machine, once for the three templates: each run's verdict and status."""
+    root = tmp_path_factory.mktemp("unsharded")
+    (root / "chaos.toml").write_text(SUITE)
+    whole = chaos("suite", str(root / "chaos.toml"), "-j", "2", "--out", str(root / "whole"), runs_dir=root)
+    assert whole.code == 0, whole.stdout + whole.stderr
+    return statuses(root / "whole")
 
-    def statuses(out: Path) -> dict[str, tuple[str, str]]:
-        cells = json.loads((out / "suite.json").read_text())["cells"]
-        return {cell["key"]: (cell["verdict"], cell["status"]) for cell in cells}
 
-    assert statuses(merged) == statuses(tmp_path / "whole")
-    assert len(statuses(merged)) == 4 and whole.code == 0
+def statuses(out: Path) -> dict[str, tuple[str, str]]:
+    cells = json.loads((out / "suite.json").read_text())["cells"]
+    return {cell["key"]: (cell["verdict"], cell["status"]) for cell in cells}
+
+
+def merged_equals_unsharded(merged: Path, unsharded: dict[str, tuple[str, str]]) -> None:
+    assert statuses(merged) == unsharded and len(unsharded) == 4
     assert json.loads((merged / "suite.json").read_text())["exit_code"] == 0
     assert (merged / "junit.xml").is_file()
     assert (merged / "summary.md").read_text().startswith("## queue-chaos suite: PASS")
 
 
-def test_the_github_actions_template_runs_its_shards_and_merges_them(project: Path, tmp_path: Path) -> None:
+def test_the_github_actions_template_runs_its_shards_and_merges_them(project: Path, tmp_path: Path,
+                                                                   unsharded: dict[str, tuple[str, str]]) -> None:
     workflow = yaml.safe_load((REPO / "ci" / "github-actions.yml").read_text())
     env = {name: str(value) for name, value in workflow["env"].items()}
     shard_job, merge_job = workflow["jobs"]["shard"], workflow["jobs"]["merge"]
@@ -100,10 +109,11 @@ def test_the_github_actions_template_runs_its_shards_and_merges_them(project: Pa
             summary = tmp_path / "step-summary.md"
             sh(github(step["run"], {"env": env}), project, {**env, "GITHUB_STEP_SUMMARY": str(summary)})
             assert summary.read_text().startswith("## queue-chaos suite: PASS (exit 0)")
-    merged_equals_unsharded(project / "suite", project, tmp_path)
+    merged_equals_unsharded(project / "suite", unsharded)
 
 
-def test_the_gitlab_template_runs_its_parallel_jobs_and_merges_them(project: Path, tmp_path: Path) -> None:
+def test_the_gitlab_template_runs_its_parallel_jobs_and_merges_them(project: Path,
+                                                                   unsharded: dict[str, tuple[str, str]]) -> None:
     pipeline = yaml.safe_load((REPO / "ci" / "gitlab-ci.yml").read_text())
     job, merge_job = pipeline["queue-chaos"], pipeline["queue-chaos-merge"]
     total = int(job["parallel"])
@@ -113,10 +123,11 @@ def test_the_gitlab_template_runs_its_parallel_jobs_and_merges_them(project: Pat
     for command in merge_job["script"]:
         if command not in SETUP_STEPS:
             sh(command, project, {})
-    merged_equals_unsharded(project / "suite", project, tmp_path)
+    merged_equals_unsharded(project / "suite", unsharded)
 
 
-def test_the_kubernetes_indexed_job_runs_a_shard_per_index(project: Path, tmp_path: Path) -> None:
+def test_the_kubernetes_indexed_job_runs_a_shard_per_index(project: Path, tmp_path: Path,
+                                                             unsharded: dict[str, tuple[str, str]]) -> None:
     manifest = yaml.safe_load((REPO / "ci" / "kubernetes-indexed-job.yaml").read_text())
     spec = manifest["spec"]
     assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
@@ -129,4 +140,4 @@ def test_the_kubernetes_indexed_job_runs_a_shard_per_index(project: Path, tmp_pa
     assert sorted(p.name for p in results.iterdir()) == [f"shard-{k}" for k in range(spec["completions"])]
     merged = chaos("merge", *map(str, sorted(results.iterdir())), "--out", str(tmp_path / "merged"), runs_dir=tmp_path)
     assert merged.code == 0, merged.stdout + merged.stderr
-    merged_equals_unsharded(tmp_path / "merged", project, tmp_path)
+    merged_equals_unsharded(tmp_path / "merged", unsharded)
