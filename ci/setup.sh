@@ -10,6 +10,8 @@ command -v sidekiq >/dev/null 2>&1 || need_debs+=(ruby-sidekiq)
 ruby -e 'require "redis/namespace"' >/dev/null 2>&1 || need_debs+=(ruby-redis-namespace)
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 \
   || need_debs+=(libfaketime faketime)
+# Headless Chromium (and its WebDriver) for the test that opens report.html in a browser.
+command -v chromium >/dev/null 2>&1 || need_debs+=(chromium chromium-driver)
 if [ ${#need_debs[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq

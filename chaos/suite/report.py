@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import ConfigError
+from chaos.reports.suite_html import render_suite
 from chaos.suite.expect import STATUS_EXIT_CODES, STATUSES, worst
 from chaos.suite.runner import CellRun
 
@@ -72,6 +73,7 @@ def write_suite_reports(out: Path, document: dict[str, Any]) -> None:
         junit(document).write(out / "junit.xml", encoding="utf-8", xml_declaration=True)
         text = markdown(document)
         (out / "summary.md").write_text(text)
+        (out / "report.html").write_text(render_suite(document))
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary:
             with open(step_summary, "a", encoding="utf-8") as stream:
