@@ -2,7 +2,9 @@
 
 Every test is marked by where it lives: `unit` (tests/unit: pure and fast, no server and no worker, at
 most a fresh interpreter to see what an import loads; `pytest -m unit` runs them alone in seconds) or
-`integration` (everything else: real servers, processes, sockets, tools).
+`integration` (everything else: real servers, processes, sockets, tools). The `full` tier (the whole
+known-answer suite, and the CI templates run shard by shard) is left out of the README's test command to
+keep it within minutes; `.ci/run` runs it right after (`-m full`).
 """
 
 from __future__ import annotations
@@ -17,16 +19,20 @@ from chaos.ledger import Ledger
 from chaos.runtime.sink import Sink
 
 UNIT_DIR = Path(__file__).parent / "unit"
+FULL_TIER = ("test_matrix.py", "test_ci_templates.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "unit: pure, fast tests of the checker and the code's structure (no server)")
     config.addinivalue_line("markers", "integration: real servers, worker processes, sockets or tools")
+    config.addinivalue_line("markers", "full: the long tier .ci/run runs after the README's test command")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(pytest.mark.unit if item.path.is_relative_to(UNIT_DIR) else pytest.mark.integration)
+        if item.path.name in FULL_TIER:
+            item.add_marker(pytest.mark.full)
 
 
 @pytest.fixture
