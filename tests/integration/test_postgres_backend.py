@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from chaos import TriggerObserver
 from chaos.backends.base import Backend, BackendSettings
 from chaos.backends.external import mask_password
 from chaos.backends.postgres import binaries as pg_binaries
@@ -21,6 +22,7 @@ from chaos.backends.postgres import external as pg_external
 from chaos.backends.postgres import local as pg_local
 from chaos.backends.postgres.local import LocalPostgres
 from chaos.backends.registry import provider
+from chaos.contract import Contract
 from chaos.errors import ConfigError, HarnessError
 from chaos.events import Record
 
@@ -361,3 +363,30 @@ def test_an_endpoint_is_the_same_server_at_another_address(local: LocalPostgres)
         assert "search_path=chaos_endpoint" in str(via["options"])
     finally:
         external.close()
+
+
+class DeletingQueueObserver(TriggerObserver):
+    """A library that claims by UPDATE and completes by removing the row (as pgqueuer does)."""
+
+    KIND = "CASE WHEN NEW.status = 'claimed' THEN 'claim' END"
+    TOKEN = "NEW.token"
+    DELETE_KIND = "CASE WHEN OLD.status = 'claimed' THEN 'complete' END"
+    DELETE_TOKEN = "OLD.token"
+
+
+@needs_server
+def test_the_trigger_observer_records_completions_by_delete(local: LocalPostgres) -> None:
+    with psycopg.connect(local.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE jobs (id text PRIMARY KEY, status text, token text)")
+        observer = DeletingQueueObserver(local, {}, Contract(recovery_bound_s=1.0))
+        try:
+            observer.install()
+            conn.execute("INSERT INTO jobs VALUES ('job-1', 'pending', NULL), ('job-2', 'pending', NULL)")
+            conn.execute("SET application_name = 'w1'")
+            conn.execute("UPDATE jobs SET status = 'claimed', token = 't1' WHERE id = 'job-1'")
+            conn.execute("DELETE FROM jobs WHERE id = 'job-1'")
+            conn.execute("DELETE FROM jobs WHERE id = 'job-2'")  # never claimed: a delete that records nothing
+            records = [(r.kind, r.job, r.actor, r.token) for r in observer.read()]
+        finally:
+            observer.close()
+    assert records == [("claim", "job-1", "w1", "t1"), ("complete", "job-1", "w1", "t1")]

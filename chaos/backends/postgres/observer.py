@@ -1,5 +1,6 @@
 """The queue's own record on PostgreSQL: a trigger on the library's job table writes every ownership change
-(claim, completion, release, failure) into a record table, with the transaction's actor (its session's
+(claim, completion, release, failure; by an UPDATE, or by a DELETE for a library that removes a finished
+job's row) into a record table, with the transaction's actor (its session's
 application_name: the worker's name, which chaos.worker.postgres connections carry) and the server's
 clock; the observer reads it back in order.
 
@@ -28,15 +29,24 @@ CREATE TABLE chaos_queue_record (
 );
 CREATE FUNCTION chaos_queue_record() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    change text := ({kind});
+    change text;
 BEGIN
+    IF TG_OP = 'DELETE' THEN
+        change := ({delete_kind});
+        IF change IS NOT NULL THEN
+            INSERT INTO chaos_queue_record (job, kind, actor, token)
+            VALUES (OLD.{id}, change, nullif(current_setting('application_name'), ''), ({delete_token})::text);
+        END IF;
+        RETURN OLD;
+    END IF;
+    change := ({kind});
     IF change IS NOT NULL THEN
         INSERT INTO chaos_queue_record (job, kind, actor, token)
         VALUES (NEW.{id}, change, nullif(current_setting('application_name'), ''), ({token})::text);
     END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER chaos_queue_record AFTER UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION chaos_queue_record();
+CREATE TRIGGER chaos_queue_record AFTER UPDATE OR DELETE ON {table} FOR EACH ROW EXECUTE FUNCTION chaos_queue_record();
 """
 READ = "SELECT seq, at, job, kind, actor, token FROM chaos_queue_record WHERE seq > %s ORDER BY seq"
 
@@ -44,13 +54,17 @@ READ = "SELECT seq, at, job, kind, actor, token FROM chaos_queue_record WHERE se
 class TriggerObserver:
     """Subclass it with the job table's TABLE and ID column, and KIND: a SQL expression over OLD and NEW
     naming the change an UPDATE made ('claim', 'complete', 'release', 'fail', or NULL for none), and TOKEN:
-    the claim token the change concerns (NULL where the table keeps none)."""
+    the claim token the change concerns (NULL where the table keeps none). A library that removes a row
+    to finish a job (a completion, or a failure moved to another table) says so in DELETE_KIND, a SQL
+    expression over OLD (NULL: a delete records nothing), with DELETE_TOKEN."""
 
     covers = frozenset({"claim", "complete", "release", "fail"})  # every UPDATE of the table passes the trigger
     TABLE = "jobs"
     ID = "id"
     KIND = "NULL"
     TOKEN = "NULL"
+    DELETE_KIND = "NULL"
+    DELETE_TOKEN = "NULL"
 
     def __init__(self, backend: PostgresBackend, params: dict[str, Any], contract: Contract) -> None:
         self.dsn = backend.dsn
@@ -69,8 +83,11 @@ class TriggerObserver:
         return self._conn
 
     def install(self) -> None:
-        ddl = RECORD_DDL.replace("{kind}", self.KIND).replace("{token}", self.TOKEN).replace("{id}", self.ID)
-        self._connection().execute(ddl.replace("{table}", self.TABLE).encode())
+        ddl = RECORD_DDL
+        for name, value in (("{delete_kind}", self.DELETE_KIND), ("{delete_token}", self.DELETE_TOKEN),
+                            ("{kind}", self.KIND), ("{token}", self.TOKEN), ("{id}", self.ID), ("{table}", self.TABLE)):
+            ddl = ddl.replace(name, value)
+        self._connection().execute(ddl.encode())
 
     def read(self) -> list[QueueRecord]:
         try:
