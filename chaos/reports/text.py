@@ -4,7 +4,6 @@ step summary, and the short human summary the CLI prints. All from the verdict (
 from __future__ import annotations
 
 import json
-import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from chaos.check.verdict import Verdict
 from chaos.errors import ConfigError
 from chaos.events import Event
 from chaos.reports import timeline
+from chaos.reports.formatting import finite, how_it_exited
 
 WITNESS_LINES = 40
 WITNESS_QUIET = ("argv", "create_time", "log", "log_tail")  # data too long for a witness line (verdict.json has it)
@@ -35,18 +35,6 @@ def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> N
                           f"{verdict.verdict.upper()}, and the ledger beside it keeps the whole run. Make room or "
                           "make it writable, or copy the run dir somewhere writable, then `chaos report` on it "
                           "writes them.") from exc
-
-
-def finite(value: Any) -> Any:
-    """The value with every NaN or infinity (a worker's odd field in a witness) replaced by null, so
-    verdict.json is always valid JSON."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(item) for item in value]
-    return value
 
 
 def junit(verdict: Verdict) -> ET.ElementTree:
@@ -77,7 +65,7 @@ def markdown(verdict: Verdict) -> str:
         lines.append(f"- fault `{fault.kind}` on `{fault.target}`: "
                      f"{'exercised' if fault.exercised else '**not exercised**'} ({fault.why})")
     for exit in verdict.exits:
-        lines.append(f"- worker `{exit['worker']}` exited on its own ({_how(exit)}); log `{exit.get('log')}`")
+        lines.append(f"- worker `{exit['worker']}` exited on its own ({how_it_exited(exit)}); log `{exit.get('log')}`")
     for violation in verdict.violations:
         lines.append(f"- **{violation.kind}** `{violation.job or ''}`: {violation.message}")
     if verdict.error:
@@ -85,10 +73,6 @@ def markdown(verdict: Verdict) -> str:
     if verdict.reproduce:
         lines += ["", f"Reproduce: `{verdict.reproduce}`"]
     return "\n".join(lines)
-
-
-def _how(exit: dict[str, Any]) -> str:
-    return f"signal {exit['signal']}" if exit.get("signal") else f"exit code {exit.get('returncode')}"
 
 
 def _witness_line(entry: dict[str, Any]) -> str:
@@ -122,7 +106,7 @@ def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
     for note in verdict.notes:
         lines.append(f"note: {note}")
     for exit in verdict.exits:
-        lines.append(f"worker {exit['worker']} (pid {exit['pid']}) exited on its own, {_how(exit)}; "
+        lines.append(f"worker {exit['worker']} (pid {exit['pid']}) exited on its own, {how_it_exited(exit)}; "
                      f"log: {exit.get('log')}")
         lines += [f"    | {line}" for line in exit.get("log_tail", [])]
     for violation in verdict.violations:

@@ -14,7 +14,7 @@ from typing import Any
 
 from chaos.check.checker import judge
 from chaos.contract import Contract
-from chaos.reports import timeline, write_reports
+from chaos.reports import proof, timeline, write_reports
 from chaos.reports.suite_html import render_suite
 from chaos.suite.report import suite_document, write_suite_reports
 from tests.history import History
@@ -154,7 +154,7 @@ def test_the_proof_tells_the_witness_in_words() -> None:
         {"seq": 5, "t": 3.1, "kind": "probe.ack", "job": "job-3", "worker": "w1", "data": {"token": "t1", "ok": True}},
     ]
     journal = {"f1": History().journal("stop", "w1").events[-1]}
-    sentences = [text for _, text in timeline.proof(witness, "job-3", 1.0, journal)]
+    sentences = [text for _, text in proof.in_words(witness, "job-3", 1.0, journal)]
     assert sentences == [
         "w1 claimed job-3 at +0.200 s (token t1).",
         "w1 was stopped (SIGSTOP) (pids 7) at +0.210 s (fault f1).",
@@ -177,11 +177,11 @@ def test_a_stale_ack_section_names_both_owners_in_their_lanes() -> None:
     assert "band" in classes(by_lane["w1"]) and "band" not in classes(by_lane["w2"]), "w1 was stopped, not w2"
     assert classes(by_lane["w1"]).count("effect") == 1 and classes(by_lane["w2"]).count("effect") == 1
     assert "stop w1" in [t.text for t in by_lane["nemesis"].iter(f"{SVG}text")]
-    proof = re.findall(r"<li data-seq='\d+'>([^<]*)", violation)
-    assert any(line.startswith("w1 claimed a at") for line in proof)
-    assert any(line.startswith("w2 claimed a at") for line in proof)
-    assert any(line.startswith("w1 was stopped (SIGSTOP)") for line in proof)
-    assert any(line.startswith("w1 acknowledged a at") and "accepted it" in line for line in proof)
+    sentences = re.findall(r"<li data-seq='\d+'>([^<]*)", violation)
+    assert any(line.startswith("w1 claimed a at") for line in sentences)
+    assert any(line.startswith("w2 claimed a at") for line in sentences)
+    assert any(line.startswith("w1 was stopped (SIGSTOP)") for line in sentences)
+    assert any(line.startswith("w1 acknowledged a at") and "accepted it" in line for line in sentences)
 
 
 def test_ten_thousand_jobs_make_a_small_page_quickly() -> None:
