@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import ConfigError
-from chaos.reports.suite_html import render_suite
 from chaos.suite.expect import STATUS_EXIT_CODES, STATUSES, worst
+from chaos.suite.html import render_suite
 from chaos.suite.runner import CellRun
 
 SCHEMA = "queue-chaos/suite/1"

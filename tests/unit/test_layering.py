@@ -49,7 +49,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
                      "chaos.errors", "chaos.names", "chaos.usercode"),
     "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base"),
     "chaos.check": ("chaos.check", "chaos.faults", "chaos.events", "chaos.contract"),
-    "chaos.reports": ("chaos.reports", "chaos.check", "chaos.errors", "chaos.events"),
+    "chaos.reports": ("chaos.reports", "chaos.check", "chaos.errors", "chaos.events", "chaos.faults"),
     "chaos.scenario": ("chaos.contract", "chaos.errors", "chaos.events", "chaos.faults", "chaos.names",
                        "chaos.target", "chaos.usercode"),
     "chaos.discovery": ("chaos.events", "chaos.errors", "chaos.scenario", "chaos.target"),

@@ -15,7 +15,7 @@ from typing import Any
 from chaos.check.checker import judge
 from chaos.contract import Contract
 from chaos.reports import proof, timeline, write_reports
-from chaos.reports.suite_html import render_suite
+from chaos.suite.html import render_suite
 from chaos.suite.report import suite_document, write_suite_reports
 from tests.history import History
 
