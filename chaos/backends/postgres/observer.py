@@ -29,22 +29,20 @@ CREATE TABLE chaos_queue_record (
 );
 CREATE FUNCTION chaos_queue_record() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    change text;
+    v_job text;
+    v_change text;
+    v_token text;
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        change := ({delete_kind});
-        IF change IS NOT NULL THEN
-            INSERT INTO chaos_queue_record (job, kind, actor, token)
-            VALUES (OLD.{id}, change, nullif(current_setting('application_name'), ''), ({delete_token})::text);
-        END IF;
-        RETURN OLD;
+        v_job := OLD.{id}; v_change := ({delete_kind}); v_token := ({delete_token})::text;
+    ELSE
+        v_job := NEW.{id}; v_change := ({kind}); v_token := ({token})::text;
     END IF;
-    change := ({kind});
-    IF change IS NOT NULL THEN
+    IF v_change IS NOT NULL THEN
         INSERT INTO chaos_queue_record (job, kind, actor, token)
-        VALUES (NEW.{id}, change, nullif(current_setting('application_name'), ''), ({token})::text);
+        VALUES (v_job, v_change, nullif(current_setting('application_name'), ''), v_token);
     END IF;
-    RETURN NEW;
+    RETURN NULL;
 END $$;
 CREATE TRIGGER chaos_queue_record AFTER UPDATE OR DELETE ON {table} FOR EACH ROW EXECUTE FUNCTION chaos_queue_record();
 """
