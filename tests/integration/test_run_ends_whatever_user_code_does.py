@@ -22,8 +22,10 @@ from tests.integration.test_every_run_ends import assert_error_run, run, scenari
 from tests.integration.test_interrupt import wait_for_event
 
 DEAF = """ctx.start_worker()
+deaf = __file__ + ".deaf"
 while True:
     try:
+        open(deaf, "w").close()  # from here on every Ctrl-C is swallowed: the test waits for this file
         time.sleep(0.1)
     except:  # noqa: E722 - the point: it swallows the deadline's alarm and Ctrl-C
         pass"""
@@ -97,6 +99,10 @@ def test_a_second_ctrl_c_ends_a_run_whose_scenario_swallowed_the_first(tmp_path:
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         run_dir = wait_for_event(runs, "process.start")
+        deaf = Path(f"{tmp_path / 'deaf.py'}.deaf")
+        while not deaf.exists():  # the scenario is in its deaf loop, not still starting its worker
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
         proc.send_signal(signal.SIGINT)
         time.sleep(1.0)
         assert proc.poll() is None, "the scenario swallowed the first Ctrl-C (else this test proves nothing)"
