@@ -3,8 +3,9 @@ verdict each target and variant must give on each scenario, every time, and whic
 name. It is a suite file (`chaos suite targets/known_answers.toml` runs it, `chaos.suite.spec` reads it);
 the matrix test, the README check, the repeat and the mutation-score benchmarks read it from here.
 
-Every target the file calls `correct` passes every bundled scenario: a pass cell is made for each pair
-the file does not list itself, so a new scenario is a known answer for every correct target at once.
+Every target the file calls `correct` passes every scenario found (chaos.discovery: in this repository,
+the bundled ones): a pass cell is made for each pair the file does not list itself, so a new scenario is
+a known answer for every correct target at once.
 The listed cells are the ones with something to say (a broken variant and the violation that catches
 it, exact counts, a recovery bound), and README's table shows exactly those."""
 
@@ -26,7 +27,7 @@ def matrix_file() -> Path:
 
 
 def load(path: Path | None = None) -> list[Cell]:
-    """The listed cells, then a pass cell for each correct target and bundled scenario not listed."""
+    """The listed cells, then a pass cell for each correct target and scenario not listed."""
     return list(load_suite(path or matrix_file()).cells)
 
 

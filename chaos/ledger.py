@@ -164,14 +164,16 @@ def last_event(path: Path) -> Event | None:
 
 def progress(path: Path) -> tuple[int, int, int, str | None]:
     """A running ledger at a glance, for a suite's progress line: jobs enqueued, jobs some ack the queue
-    accepted has settled, faults applied, and the last event's kind (zeros and None while unreadable)."""
+    accepted has settled (by the worker's word or the control's), faults applied, and the last event's
+    kind (zeros and None while unreadable)."""
     try:
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
             enqueued, settled, faults = db.execute(
                 "SELECT COUNT(DISTINCT CASE WHEN kind = ? THEN job END), "
-                "COUNT(DISTINCT CASE WHEN kind = ? AND json_extract(data, '$.ok') = 1 THEN job END), "
+                "COUNT(DISTINCT CASE WHEN (kind = ? AND json_extract(data, '$.ok') = 1) "
+                "OR (kind = ? AND json_extract(data, '$.outcome') = 'accepted') THEN job END), "
                 "COUNT(CASE WHEN kind = ? THEN 1 END) FROM events",
-                (events.ENQUEUE, events.PROBE_ACK, events.FAULT_APPLIED)).fetchone()
+                (events.ENQUEUE, events.PROBE_ACK, events.COMPLETION, events.FAULT_APPLIED)).fetchone()
             last = db.execute("SELECT kind FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return int(enqueued), int(settled), int(faults), None if last is None else str(last[0])
     except sqlite3.Error:

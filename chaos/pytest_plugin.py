@@ -5,8 +5,9 @@ turns it off). It adds nothing to a test run until asked:
   collects each target x scenario x seed as a test item, `chaos[pg_lease-kill_after_effect_before_ack-seed3]`,
   which runs that cell through `chaos run` (a process of its own, as any run) and passes when the verdict
   is pass. A failure shows the run's summary: its violations with their witnesses, and the reproduce line.
-  A known-bad cell is marked `xfail(strict=True)` from a conftest.py (`pytest_collection_modifyitems`,
-  by the item's `chaos_cell` id) or listed in the ini option `chaos_xfail`: then it must fail, every time.
+  A known-bad cell is listed in the ini option `chaos_xfail`, or marked from a conftest.py's
+  `pytest_collection_modifyitems` (by the item's `chaos_cell` id) `xfail(strict=True, raises=VerdictFailed)`:
+  then its verdict must be fail, every time (a harness error or an inconclusive run still fails the item).
 - the `chaos_run` fixture runs a cell from an ordinary test and returns its verdict (verdict.json's
   content, with the run dir under "run_dir").
 
@@ -43,15 +44,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _seeds(config: pytest.Config) -> tuple[int, ...]:
-    from chaos.suite.spec import parse_seeds
+    from chaos.errors import ConfigError
+    from chaos.suite.spec import parse_seeds_text
 
-    text = str(config.getoption("--chaos-seeds"))
-    parts = [part.strip() for part in text.split(",")]
-    value: object = [int(p) for p in parts if p.isdigit()] if len(parts) > 1 else (int(text) if text.isdigit()
-                                                                                   else text)
     try:
-        return parse_seeds(value, "--chaos-seeds")
-    except Exception as exc:  # noqa: BLE001 - a usage error, said as pytest says one
+        return parse_seeds_text(str(config.getoption("--chaos-seeds")), "--chaos-seeds")
+    except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
 
 
@@ -63,6 +61,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
             f"{', '.join(config.getoption('--chaos-scenario')) or 'all'}; seeds {list(_seeds(config))}")
 
 
+@pytest.hookimpl(tryfirst=True)  # before a conftest's own hook, which may mark the cells it finds
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     targets = config.getoption("--chaos-target")
     if not targets:
@@ -80,16 +79,27 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for target in targets:
         for scenario in scenarios:
             for seed in _seeds(config):
-                cell = f"{Path(target).name}-{scenario}-seed{seed}"
+                named = Path(scenario).stem if scenario.endswith(".py") else scenario  # a scenario file's name
+                cell = f"{Path(target).name}-{named}-seed{seed}"
                 item = ChaosItem.from_parent(session, name=f"{ITEM}[{cell}]", target=target, scenario=scenario,
                                              seed=seed, params=list(config.getoption("--chaos-param")), cell=cell)
                 if cell in xfail:
-                    item.add_marker(pytest.mark.xfail(strict=True, reason="a known-bad cell: it must fail"))
+                    item.add_marker(pytest.mark.xfail(strict=True, raises=VerdictFailed,
+                                                      reason="a known-bad cell: its verdict must be fail"))
                 items.append(item)
 
 
 class ChaosFailure(Exception):
     """A cell's run did not pass: its summary says why."""
+
+
+class VerdictFailed(ChaosFailure):
+    """The verdict is fail: the queue broke its contract (what a known-bad cell's xfail expects)."""
+
+
+class RunBroken(ChaosFailure):
+    """No verdict on the queue: a harness error, an inconclusive run, or no verdict at all. Never what a
+    known-bad cell's xfail expects: it fails the item either way."""
 
 
 class ChaosItem(pytest.Item):
@@ -102,8 +112,10 @@ class ChaosItem(pytest.Item):
         runs.mkdir(parents=True, exist_ok=True)
         verdict, summary = run_cell(runs, self.target, self.scenario, self.seed, self.params)
         self.user_properties.append(("verdict", verdict.get("verdict")))
+        if verdict.get("verdict") == "fail":
+            raise VerdictFailed(summary)
         if verdict.get("verdict") != "pass":
-            raise ChaosFailure(summary)
+            raise RunBroken(summary)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ChaosFailure):
@@ -123,13 +135,14 @@ def run_cell(runs_dir: Path, target: str, scenario: str, seed: int = 1, params: 
     for flag, settings in (("-p", params), ("-c", contract), ("-s", scenario_params)):
         for setting in settings:
             argv += [flag, setting]
+    earlier = set(runs_dir.iterdir())  # an earlier session's runs of this cell are never judged as this one
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     printed = (done.stdout + done.stderr).strip()
     if done.returncode == 2:
         raise pytest.UsageError(printed)
-    dirs = sorted(p for p in runs_dir.iterdir() if p.is_dir() and (p / "ledger.sqlite").exists())
+    dirs = sorted(p for p in runs_dir.iterdir() if p.is_dir() and p not in earlier)
     if not dirs or not (dirs[-1] / "verdict.json").is_file():
-        raise ChaosFailure(f"the run wrote no verdict (exit code {done.returncode}):\n{printed}")
+        raise RunBroken(f"the run wrote no verdict (exit code {done.returncode}):\n{printed}")
     verdict: dict[str, Any] = json.loads((dirs[-1] / "verdict.json").read_text())
     verdict["run_dir"] = str(dirs[-1])
     return verdict, printed

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos import events
+from chaos.check import control_answers
 from chaos.events import Event
 from chaos.faults import fault_kind
 
@@ -112,6 +113,7 @@ def build_run(ledger: Sequence[Event], lease: float | None, worker_leases: bool)
     job_times = run.job_times
     seen: dict[str, None] = {}
     healing: dict[str, Band] = {}
+    answered = control_answers.answered(ledger)  # acks the worker could not vouch for, as the control answered
 
     def close(span: Span, event: Event, how: str) -> None:
         span.end, span.how, span.closer = event.mono, how, event
@@ -139,6 +141,10 @@ def build_run(ledger: Sequence[Event], lease: float | None, worker_leases: bool)
                     span = held[key] = Span(job, worker, key[1], event.mono, [])
                     run.spans.append(span)
                     seen.setdefault(worker)
+                if kind == events.PROBE_ACK and event.data.get("ok") is None and answered:
+                    ok = answered.get((job, worker, str(token)))
+                    if ok is not None:  # drawn as the verdict judged it
+                        event = event._replace(data=dict(event.data, ok=ok, answered_by="control"))
                 span.marks.append(event)
                 if run.beats is not None and kind == events.PROBE_HEARTBEAT and event.data.get("ok"):
                     run.beats.setdefault(worker, []).append(event.mono)

@@ -38,7 +38,10 @@ class Cell:
 
     @property
     def id(self) -> str:
-        return "-".join([self.target, *self.params, *self.contract, self.scenario, *self.scenario_params])
+        """The cell's name in keys and test ids: a contract or scenario setting is marked as such (c:, s:),
+        so that no two different cells share one."""
+        return "-".join([self.target, *self.params, *(f"c:{c}" for c in self.contract), self.scenario,
+                         *(f"s:{p}" for p in self.scenario_params)])
 
     @property
     def scenario_variant(self) -> str:

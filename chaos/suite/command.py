@@ -14,7 +14,7 @@ from chaos.errors import ConfigError
 from chaos.suite.report import cell_record, suite_document, write_suite_reports
 from chaos.suite.runner import SuiteRunner, preflight
 from chaos.suite.shard import load_durations, parse_shard, select
-from chaos.suite.spec import find_suite_file, load_suite, parse_seeds
+from chaos.suite.spec import find_suite_file, load_suite, parse_seeds_text
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,13 @@ class SuiteOptions:
 
 def run_suite(options: SuiteOptions, say: Callable[[str], None]) -> int:
     path = find_suite_file(options.file)
-    seeds = parse_seeds(_seeds(options.seeds), "--seeds") if options.seeds else None
+    seeds = parse_seeds_text(options.seeds, "--seeds") if options.seeds else None
     suite = load_suite(path, seeds=seeds, repeat=options.repeat)
     planned = suite.planned()
-    if options.shard:
+    shard = parse_shard(options.shard) if options.shard else None
+    if shard is not None:
         durations = load_durations(options.durations) if options.durations else None
-        planned = select(planned, parse_shard(options.shard), durations)
+        planned = select(planned, shard, durations)
     preflight([run.cell for run in planned])
     out = options.out or options.runs_dir / f"suite-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}"
     if (out / "suite.json").exists():
@@ -47,21 +48,14 @@ def run_suite(options: SuiteOptions, say: Callable[[str], None]) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"Cannot create {out} ({exc.strerror or exc}); --out must be a writable directory.") from exc
-    shard = f", shard {options.shard}" if options.shard else ""
-    say(f"suite {path}{shard}: {len(planned)} run(s), {options.jobs} at a time; reports in {out}")
+    slice_ = [f"{shard[0]}/{shard[1]}"] if shard else []
+    say(f"suite {path}{''.join(f', shard {s}' for s in slice_)}: {len(planned)} run(s), {options.jobs} at a time; "
+        f"reports in {out}")
     began = time.monotonic()
     runs = SuiteRunner(out, options.jobs, options.share_servers, say).run(planned)
     document = suite_document([cell_record(run) for run in runs], suite=str(path),
-                              shards=[options.shard] if options.shard else [], duration_s=time.monotonic() - began)
+                              shards=slice_, duration_s=time.monotonic() - began)
     write_suite_reports(out, document)
     counts = ", ".join(f"{n} {name}" for name, n in document["counts"].items() if n) or "no run"
     say(f"{document['status'].upper()}: {counts} in {document['duration_s']:.0f}s; {out / 'summary.md'}")
     return int(document["exit_code"])
-
-
-def _seeds(text: str) -> object:
-    """--seeds as the file's key reads it: "3", "1,2,5" or "1-5"."""
-    parts = [part.strip() for part in text.split(",")]
-    if len(parts) > 1:
-        return [int(part) if part.isdigit() else part for part in parts]
-    return int(text) if text.strip().isdigit() else text

@@ -19,10 +19,12 @@ from chaos.ledger import progress
 from chaos.suite.cell import Planned
 
 POLL_S = 1.0
-# The phase a run is in, by its ledger's last event kind (longest prefix first).
+# The phase a run is in, by its ledger's last event kind (the first prefix that matches); any other
+# event (probes, gates, workers, a server restarted by a fault) is the scenario running.
 PHASES = ((events.RUN_END, "judging"), (events.SNAPSHOT, "taking the final snapshot"),
           (events.DRAINED, "drained, stopping the workers"), (events.FAULT, "injecting faults"),
-          ("backend.", "starting the server"), (events.RUN_START, "starting"))
+          (events.BACKEND_PREPARE, "starting the server"), (events.BACKEND_START, "starting the server"),
+          (events.RUN_START, "starting"))
 RUNNING = "running the scenario"
 
 

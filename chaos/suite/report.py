@@ -7,7 +7,8 @@
   <error type="inconclusive"> (never a pass); a forgiven server bug is <skipped type="xfail">;
 - summary.md: the matrix (target variants x scenarios) and every run that did not give its known answer,
   trimmed under GitHub's 1 MiB step-summary cap (saying what it left out); appended to
-  $GITHUB_STEP_SUMMARY when that is set.
+  $GITHUB_STEP_SUMMARY when that is set;
+- report.html: the matrix, each run's mark linking to that run's own report.html (chaos.suite.html).
 """
 
 from __future__ import annotations

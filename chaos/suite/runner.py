@@ -95,9 +95,11 @@ class SuiteRunner:
             self._stop_all()
             raise
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            # The shared nodes were started from the pool's threads, whose exit would kill them (their
+            # parent-death signal): every run has ended (or was stopped) here, so close them first.
             if self.shared is not None:
                 self.shared.close()
+            pool.shutdown(wait=True, cancel_futures=True)
         return [done[i] for i in range(len(planned))]
 
     def _run_one(self, planned: Planned) -> CellRun:
@@ -105,26 +107,29 @@ class SuiteRunner:
         began = time.monotonic()
         try:
             return self._execute(planned, slot, began)
-        except ChaosError as exc:  # a shared server that would not start: this run's error, said as such
-            return CellRun(planned, Outcome("error", [str(exc)]), 3, time.monotonic() - began, None, None, False)
+        except Exception as exc:  # noqa: BLE001 - one run's breakage is that run's error, never the suite's end
+            why = str(exc) if isinstance(exc, ChaosError) else f"the suite could not run it: {exc!r}"
+            return CellRun(planned, Outcome("error", [why]), 3, time.monotonic() - began, None, None, False)
         finally:
             self._slots.put(slot)
 
     def _execute(self, planned: Planned, slot: int, began: float) -> CellRun:
         cell = planned.cell
         cell_dir = self.out / "cells" / planned.run_key
-        cell_dir.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "chaos", *cell.argv(planned.seed, cell_dir / "runs")]
+        runs = cell_dir / "runs"
+        runs.mkdir(parents=True, exist_ok=True)
+        earlier = set(runs.iterdir())  # an interrupted suite's runs in this --out are never judged as this one
+        argv = [sys.executable, "-m", "chaos", *cell.argv(planned.seed, runs)]
         env = dict(os.environ)
-        shared = self.shared is not None and shareable(cell)
+        shared = self.shared is not None and shareable(cell) and not self._stopping.is_set()
         if shared and self.shared is not None:
             env.update(self.shared.env(slot))
             argv += ["--backend", "external"]
         output = cell_dir / "output.log"
-        self.progress.started(planned, cell_dir / "runs")
+        self.progress.started(planned, runs)
         code = self._spawn(argv, env, output)
-        runs = sorted(p for p in (cell_dir / "runs").glob("*") if p.is_dir()) if (cell_dir / "runs").is_dir() else []
-        run_dir = runs[-1] if runs else None
+        made = sorted(p for p in runs.iterdir() if p.is_dir() and p not in earlier)
+        run_dir = made[-1] if made else None
         verdict = _verdict(run_dir)
         outcome = judge_cell(cell, verdict, code, output.read_text(errors="replace"))
         left = run_processes(run_dir) if run_dir is not None and (run_dir / "ledger.sqlite").exists() else []
@@ -135,12 +140,16 @@ class SuiteRunner:
         return CellRun(planned, outcome, code, time.monotonic() - began, relative, verdict, shared)
 
     def _spawn(self, argv: list[str], env: dict[str, str], output: Path) -> int:
-        if self._stopping.is_set():
-            return 130
+        """One run, in a session of its own: a terminal's Ctrl-C reaches the suite alone, which stops each
+        run once (a second signal would make a run kill everything at once instead of cleaning up)."""
         with output.open("wb") as log:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                       preexec_fn=die_with_parent(signal.SIGTERM))
             with self._lock:
+                if self._stopping.is_set():
+                    log.write(b"the suite was stopped before this run started\n")
+                    return 130
+                process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                           env=env, start_new_session=True,
+                                           preexec_fn=die_with_parent(signal.SIGTERM))
                 self._running.add(process)
             try:
                 return process.wait()
@@ -150,8 +159,8 @@ class SuiteRunner:
 
     def _stop_all(self) -> None:
         """Ctrl-C or SIGTERM: every run under way stops as if interrupted (its cleanup runs), no other starts."""
-        self._stopping.set()
-        with self._lock:
+        with self._lock:  # under the lock: a run is either started and listed here, or never started
+            self._stopping.set()
             running = list(self._running)
         for process in running:
             process.send_signal(signal.SIGTERM)

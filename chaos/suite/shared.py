@@ -17,6 +17,7 @@ from chaos.backends.base import BackendSettings
 from chaos.backends.rabbitmq.local import LocalRabbitMQ
 from chaos.backends.registry import server_options
 from chaos.discovery import find_scenario, find_target
+from chaos.errors import HarnessError
 from chaos.faults import KINDS
 from chaos.suite.cell import Cell
 
@@ -25,12 +26,14 @@ SHARED_KINDS = ("rabbitmq",)
 
 def shareable(cell: Cell) -> bool:
     """A cell whose run needs no server of its own: a kind the suite shares, no fault that needs control of
-    the server, and no server setting among its parameters."""
+    the server, and no server setting of its own (none in its parameters, none but the defaults in its
+    target.toml's [server])."""
     target = find_target(cell.target)
     if target.backend not in SHARED_KINDS:
         return False
     settings = server_options(target.backend)
-    return (not any(param.partition("=")[0] in settings for param in cell.params)
+    own = {name: value for name, value in target.server.items() if str(value) != str(settings[name].default)}
+    return (not own and not any(param.partition("=")[0] in settings for param in cell.params)
             and not any(KINDS[kind].needs for kind in find_scenario(cell.scenario).faults))
 
 
@@ -41,6 +44,7 @@ class SharedServers:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._servers: dict[int, LocalRabbitMQ] = {}
+        self._closed = False
         self._lock = threading.Lock()
 
     def env(self, slot: int) -> dict[str, str]:
@@ -51,12 +55,16 @@ class SharedServers:
             server = LocalRabbitMQ.open(BackendSettings(self.root / f"rabbitmq-{slot}", f"shared-{slot}",
                                                         options={"management": "on"}))
             with self._lock:
-                self._servers[slot] = server
+                closed, self._servers[slot] = self._closed, server
+            if closed:  # the suite stopped while this node booted: nothing will close it but us
+                self.close()
+                raise HarnessError("the suite was stopped while a shared RabbitMQ node started")
         return {rabbitmq.ENV_URL: server.endpoint.url.rpartition("/")[0] + "/",
                 rabbitmq.ENV_API_URL: str(server.api_url)}
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             servers, self._servers = list(self._servers.values()), {}
         for server in servers:
             server.close()

@@ -56,7 +56,8 @@ def find_suite_file(given: Path | None) -> Path:
     """The file named, else ./chaos.toml, else ./pyproject.toml when it has a [tool.chaos] table."""
     if given is not None:
         if not given.is_file():
-            raise ConfigError(f"Suite file {given} does not exist: expected a TOML file listing the suite's cells "
+            problem = "is a directory" if given.is_dir() else "does not exist"
+            raise ConfigError(f"Suite file {given} {problem}: expected a TOML file listing the suite's cells "
                               f"(a {SUITE_FILE}, a pyproject.toml with [tool.chaos], or targets/known_answers.toml).")
         return given
     if Path(SUITE_FILE).is_file():
@@ -90,6 +91,12 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
                           "every scenario.")
     made = [Cell(target, scenario, listed=False) for target in correct for scenario in _all_scenarios()
             if (target, scenario) not in plain]
+    seen: dict[str, Cell] = {}
+    for cell in cells:
+        if cell.id in seen:
+            raise ConfigError(f"{where} lists {cell.variant} x {cell.scenario_variant} twice: a cell is one target "
+                              "variant on one scenario variant, with one known answer. Keep one of the two.")
+        seen[cell.id] = cell
     if not cells and not made:
         raise ConfigError(f"{where} lists no cell: expected [[cell]] tables (target, scenario or scenarios) or "
                           "correct = [target, ...].")
@@ -110,6 +117,15 @@ def parse_seeds(value: object, where: str) -> tuple[int, ...]:
         return tuple(dict.fromkeys(value))
     raise ConfigError(f"{where}: seeds = {value!r}; expected a seed (1), a list of them ([1, 2, 5]) or an inclusive "
                       "range (\"1-5\"), each a whole number from 0.")
+
+
+def parse_seeds_text(text: str, where: str) -> tuple[int, ...]:
+    """Seeds as a command line gives them: "3", "1,2,5" or "1-5"."""
+    parts = [part.strip() for part in text.split(",")]
+    value: object = text  # a range, or a mistake that parse_seeds names
+    if all(part.isdecimal() for part in parts):
+        value = [int(part) for part in parts] if len(parts) > 1 else int(parts[0])
+    return parse_seeds(value, where)
 
 
 def _positive(value: object, key: str, where: str) -> int:

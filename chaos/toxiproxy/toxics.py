@@ -179,10 +179,13 @@ class Latency(Behaviour):
     async def run(self, stream: Stream, arrival: float, data: bytes, emit: Emit) -> None:
         jitter = self.attributes["jitter"]
         delay_ms = self.attributes["latency"] + (self.rng.randrange(-jitter, jitter) if jitter > 0 else 0)
-        sleep = delay_ms / 1000.0 - (time.monotonic() - arrival)
-        if sleep > 0:
-            await stream.wait(sleep)
-        await emit(arrival + max(sleep, 0.0), data)
+        due = arrival + max(delay_ms, 0) / 1000.0
+        # The event loop's timers may fire up to a millisecond early (libuv keeps a cached, millisecond
+        # clock): wait out what is left, so no byte is delayed less than the latency, as Go's sleep.
+        while (left := due - time.monotonic()) > 0:
+            if not await stream.wait(left):
+                break  # the toxic chain changed: flush now
+        await emit(max(due, arrival), data)
 
 
 class Bandwidth(Behaviour):

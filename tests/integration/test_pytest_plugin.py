@@ -63,3 +63,21 @@ def test_the_plugin_is_off_with_p_no_chaos_and_silent_unless_asked(tmp_path: Pat
     assert off.returncode == 4 and "unrecognized arguments: --chaos-target" in off.stderr
     unknown = pytest_in(tmp_path, "--chaos-target", "no_such_queue")
     assert unknown.returncode == 4 and "Unknown target 'no_such_queue'" in unknown.stderr
+
+
+def test_a_conftest_marks_the_cells_and_a_harness_error_is_never_an_expected_failure(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "from chaos.pytest_plugin import VerdictFailed\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        if getattr(item, 'chaos_cell', '').startswith('pg_naive-'):\n"
+        "            item.add_marker(pytest.mark.xfail(strict=True, raises=VerdictFailed))\n")
+    (tmp_path / "broken.py").write_text('"""A scenario whose own code raises."""\nFAULTS = ()\n\n\n'
+                                        "def run(ctx):\n    raise RuntimeError('boom')\n")
+    done = pytest_in(tmp_path, "-rA", "--chaos-target", "pg_naive", "--chaos-scenario", "kill_after_effect_before_ack",
+                     "--chaos-scenario", str(tmp_path / "broken.py"))
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "XFAIL ::chaos[pg_naive-kill_after_effect_before_ack-seed1]" in out, out
+    assert "FAILED ::chaos[pg_naive-broken-seed1]" in out and "RuntimeError: boom" in out, out

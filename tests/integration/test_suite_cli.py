@@ -5,6 +5,7 @@ an interrupted suite stops every run it started."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 
 import jsonschema
 
+from chaos.ledger import read_events
 from chaos.leftovers import run_processes
 from chaos.reports.schemas import schema
 from tests.integration.runner import REPO, chaos
@@ -112,16 +114,21 @@ def test_an_interrupted_suite_stops_every_run_it_started(tmp_path: Path) -> None
     path = suite_file(tmp_path, '[[cell]]\ntarget = "pg_lease"\nscenario = "stop_past_deadline"\n'
                                 '[[cell]]\ntarget = "redis_reliable"\nscenario = "stop_past_deadline"\n')
     out = tmp_path / "out"
+    # A terminal's Ctrl-C goes to the whole foreground process group: the suite's session here.
     process = subprocess.Popen([sys.executable, "-m", "chaos", "suite", str(path), "-j", "2", "--out", str(out)],
-                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(list(out.glob("cells/*/runs/*/ledger.sqlite"))) < 2:
         time.sleep(0.1)
     time.sleep(1.0)  # the runs are under way: workers and servers started
-    process.send_signal(signal.SIGINT)
+    os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stdout + stderr
     runs = list(out.glob("cells/*/runs/*"))
     assert len(runs) == 2
     for run in runs:
         assert not run_processes(run), run
+        # stopped once, as interrupted, with its own cleanup: never the second signal's kill-everything
+        assert read_events(run / "ledger.sqlite")[-1].data["status"] == "interrupted"
+        assert "interrupted again" not in (run.parent.parent / "output.log").read_text()

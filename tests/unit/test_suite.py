@@ -18,7 +18,7 @@ from chaos.suite.merge import merge
 from chaos.suite.report import cell_record, junit, markdown, suite_document, write_suite_reports
 from chaos.suite.runner import CellRun
 from chaos.suite.shard import parse_shard, select
-from chaos.suite.spec import find_suite_file, load_suite, parse_seeds
+from chaos.suite.spec import find_suite_file, load_suite, parse_seeds, parse_seeds_text
 
 # -- suite files ---------------------------------------------------------------------------------
 
@@ -234,8 +234,36 @@ def test_merged_shards_equal_the_whole_and_overlap_is_refused(tmp_path: Path) ->
     assert merged["exit_code"] == whole["exit_code"] == 1 and merged["shards"] == ["1/2", "2/2"]
     assert all(c["run_dir"].startswith("../shard") for c in merged["cells"])
     assert json.loads((tmp_path / "merged" / "suite.json").read_text())["counts"] == whole["counts"]
-    with pytest.raises(ConfigError, match="the shards overlap"):
+    with pytest.raises(ConfigError, match="do not make up the whole suite: missing 2/2; given twice 1/2"):
         merge([tmp_path / "shard1", tmp_path / "shard1"], tmp_path / "again")
+    with pytest.raises(ConfigError, match=r"do not make up the whole suite: missing 2/2\. A missing shard's runs"):
+        merge([tmp_path / "shard1"], tmp_path / "alone")  # a shard whose machine wrote nothing
+    with pytest.raises(ConfigError, match="already holds a suite's reports"):
+        merge([tmp_path / "shard1", tmp_path / "shard2"], tmp_path / "merged")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "suite.json").write_text('{"schema": "queue-chaos/suite/1", "cells": [{}]}')
+    with pytest.raises(ConfigError, match="is no suite report"):
+        merge([tmp_path / "bad"], tmp_path / "never")
+
+
+def test_a_cell_listed_twice_is_refused(tmp_path: Path) -> None:
+    twice = '[[cell]]\ntarget = "pg_naive"\nscenario = "no_faults"\n'
+    with pytest.raises(ConfigError, match="lists pg_naive x no_faults twice"):
+        load_suite(write(tmp_path, twice + twice.replace("no_faults\"", "no_faults\"\nverdict = \"fail\"")))
+
+
+def test_a_contract_setting_and_a_parameter_make_different_cells() -> None:
+    as_param, as_contract = Cell("t", "s", params=("k=v",)), Cell("t", "s", contract=("k=v",))
+    assert as_param.id == "t-k=v-s" and as_contract.id == "t-c:k=v-s"
+    assert Planned(as_param, 1).run_key != Planned(as_contract, 1).run_key
+
+
+def test_seeds_from_a_command_line() -> None:
+    assert parse_seeds_text("3", "--seeds") == (3,) and parse_seeds_text("1, 2,5", "--seeds") == (1, 2, 5)
+    assert parse_seeds_text("2-3", "--seeds") == (2, 3)
+    for bad in ("1,x", "1,\u00b2", "", "-1"):
+        with pytest.raises(ConfigError, match="--seeds: seeds = "):
+            parse_seeds_text(bad, "--seeds")
 
 
 # -- progress -----------------------------------------------------------------------------------------
