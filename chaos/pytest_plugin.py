@@ -70,23 +70,40 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from chaos.errors import ConfigError
 
     scenarios = config.getoption("--chaos-scenario") or sorted(available_scenarios())
-    xfail = set(config.getini("chaos_xfail"))
+    # A known-bad cell's id, as the item shows it (chaos[...]) or bare.
+    xfail = {entry.removeprefix(f"{ITEM}[").removesuffix("]") for entry in config.getini("chaos_xfail")}
     try:
         for target in targets:
             find_target(target)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
+    cells = ChaosCells.from_parent(session, name="queue-chaos", nodeid="queue-chaos")
+    made: set[str] = set()
     for target in targets:
         for scenario in scenarios:
             for seed in _seeds(config):
                 named = Path(scenario).stem if scenario.endswith(".py") else scenario  # a scenario file's name
                 cell = f"{Path(target).name}-{named}-seed{seed}"
-                item = ChaosItem.from_parent(session, name=f"{ITEM}[{cell}]", target=target, scenario=scenario,
+                item = ChaosItem.from_parent(cells, name=f"{ITEM}[{cell}]", target=target, scenario=scenario,
                                              seed=seed, params=list(config.getoption("--chaos-param")), cell=cell)
                 if cell in xfail:
                     item.add_marker(pytest.mark.xfail(strict=True, raises=VerdictFailed,
                                                       reason="a known-bad cell: its verdict must be fail"))
+                made.add(cell)
                 items.append(item)
+    unknown = sorted(xfail - made)
+    if unknown:  # a typo would otherwise leave a known-bad cell failing, or a bad one unmarked, silently
+        raise pytest.UsageError(f"chaos_xfail lists {', '.join(unknown)}, which no collected cell is; the cells "
+                                f"collected are {', '.join(sorted(made))} (ids as target-scenario-seedN).")
+
+
+class ChaosCells(pytest.Collector):
+    """The parent of the cells' items: their node ids read queue-chaos::chaos[...], and JUnit's classname
+    queue-chaos. (pytest's "collected N items" line counts what it collected from files, before the cells
+    are added.)"""
+
+    def collect(self) -> list[pytest.Item]:
+        return []
 
 
 class ChaosFailure(Exception):

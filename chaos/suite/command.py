@@ -35,6 +35,7 @@ def run_suite(options: SuiteOptions, say: Callable[[str], None]) -> int:
     seeds = parse_seeds_text(options.seeds, "--seeds") if options.seeds else None
     suite = load_suite(path, seeds=seeds, repeat=options.repeat)
     planned = suite.planned()
+    order = {(run.key, run.repeat): place for place, run in enumerate(planned)}  # the whole suite's, kept by shards
     shard = parse_shard(options.shard) if options.shard else None
     if shard is not None:
         durations = load_durations(options.durations) if options.durations else None
@@ -44,6 +45,9 @@ def run_suite(options: SuiteOptions, say: Callable[[str], None]) -> int:
     if (out / "suite.json").exists():
         raise ConfigError(f"{out} already holds a suite's reports (suite.json); a suite never writes over another's. "
                           "Pick another --out, or leave it out for a fresh directory under --runs-dir.")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; expected a directory to write the suite's reports and runs into "
+                          "(made if missing). Pick another --out.")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -53,7 +57,8 @@ def run_suite(options: SuiteOptions, say: Callable[[str], None]) -> int:
         f"reports in {out}")
     began = time.monotonic()
     runs = SuiteRunner(out, options.jobs, options.share_servers, say).run(planned)
-    document = suite_document([cell_record(run) for run in runs], suite=str(path),
+    document = suite_document([cell_record(run, order[(run.planned.key, run.planned.repeat)]) for run in runs],
+                              suite=str(path),
                               shards=slice_, duration_s=time.monotonic() - began)
     write_suite_reports(out, document)
     counts = ", ".join(f"{n} {name}" for name, n in document["counts"].items() if n) or "no run"

@@ -46,6 +46,7 @@ def merge(dirs: list[Path], out: Path) -> dict[str, Any]:
             if cell.get("run_dir"):
                 moved["run_dir"] = os.path.relpath(directory / str(cell["run_dir"]), out)
             cells.append(moved)
+    cells.sort(key=lambda cell: (cell.get("order", 0), cell["key"], cell["repeat"]))  # the whole suite's order
     shards = sorted({shard for _, document in documents for shard in document["shards"]})
     merged = suite_document(cells, suite=suites.pop(), shards=shards,
                             duration_s=max(float(document["duration_s"]) for _, document in documents))

@@ -30,11 +30,13 @@ STEP_SUMMARY_CAP = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
 MARKS = {"pass": "✅", "xfail": "☑️", "inconclusive": "⚠️", "fail": "❌", "error": "💥"}
 
 
-def cell_record(run: CellRun) -> dict[str, Any]:
-    """One run as suite.json keeps it."""
+def cell_record(run: CellRun, order: int) -> dict[str, Any]:
+    """One run as suite.json keeps it; `order`: its place in the whole suite's plan, which a merge of shards
+    restores."""
     cell, verdict = run.planned.cell, run.verdict or {}
     return {
-        "key": run.planned.key, "run_key": run.planned.run_key, "target": cell.target, "variant": cell.variant,
+        "order": order, "key": run.planned.key, "run_key": run.planned.run_key, "target": cell.target,
+        "variant": cell.variant,
         "params": list(cell.params), "contract": list(cell.contract), "scenario": cell.scenario,
         "scenario_variant": cell.scenario_variant, "scenario_params": list(cell.scenario_params),
         "seed": run.planned.seed, "repeat": run.planned.repeat,

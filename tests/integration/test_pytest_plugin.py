@@ -29,6 +29,7 @@ def test_cells_are_test_items_and_a_failure_names_its_violation(tmp_path: Path) 
     assert "violation stuck" in out and "reproduce: chaos run --target pg_naive" in out
     junit = ET.parse(tmp_path / "junit.xml")
     cases = {case.get("name"): sorted(child.tag for child in case) for case in junit.iter("testcase")}
+    assert {case.get("classname") for case in junit.iter("testcase")} == {"queue-chaos"}
     assert cases == {"chaos[pg_naive-kill_after_effect_before_ack-seed1]": ["failure", "properties"],
                      "chaos[pg_naive-no_faults-seed1]": ["properties"]}
     for run in (tmp_path / "runs").glob("*/*"):
@@ -36,13 +37,19 @@ def test_cells_are_test_items_and_a_failure_names_its_violation(tmp_path: Path) 
 
 
 def test_a_known_bad_cell_marked_xfail_strict_must_fail(tmp_path: Path) -> None:
-    (tmp_path / "pytest.ini").write_text("[pytest]\nchaos_xfail =\n    pg_naive-kill_after_effect_before_ack-seed1\n")
+    # listed as the item shows it (the bare id, pg_naive-kill_after_effect_before_ack-seed1, works too)
+    ini = "[pytest]\nchaos_xfail =\n    chaos[pg_naive-kill_after_effect_before_ack-seed1]\n"
+    (tmp_path / "pytest.ini").write_text(ini)
     done = pytest_in(tmp_path, "--chaos-target", "pg_naive", "--chaos-scenario", "kill_after_effect_before_ack")
     assert done.returncode == 0 and "1 xfailed" in done.stdout, done.stdout + done.stderr
     # near miss: a cell that passes is an unexpected pass, which strict makes a failure
     (tmp_path / "pytest.ini").write_text("[pytest]\nchaos_xfail =\n    redis_reliable-no_faults-seed1\n")
     done = pytest_in(tmp_path, "--chaos-target", "redis_reliable", "--chaos-scenario", "no_faults")
     assert done.returncode == 1 and "1 failed" in done.stdout and "XPASS(strict)" in done.stdout, done.stdout
+    # a known-bad cell listed under an id no collected cell has is a usage error, not silently ignored
+    (tmp_path / "pytest.ini").write_text("[pytest]\nchaos_xfail =\n    redis_reliable-no_fault-seed1\n")
+    done = pytest_in(tmp_path, "--chaos-target", "redis_reliable", "--chaos-scenario", "no_faults")
+    assert done.returncode == 4 and "chaos_xfail lists redis_reliable-no_fault-seed1, which no" in done.stderr
 
 
 def test_the_chaos_run_fixture_returns_a_cells_verdict(tmp_path: Path) -> None:
@@ -79,5 +86,5 @@ def test_a_conftest_marks_the_cells_and_a_harness_error_is_never_an_expected_fai
                      "--chaos-scenario", str(tmp_path / "broken.py"))
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
-    assert "XFAIL ::chaos[pg_naive-kill_after_effect_before_ack-seed1]" in out, out
-    assert "FAILED ::chaos[pg_naive-broken-seed1]" in out and "RuntimeError: boom" in out, out
+    assert "XFAIL queue-chaos::chaos[pg_naive-kill_after_effect_before_ack-seed1]" in out, out
+    assert "FAILED queue-chaos::chaos[pg_naive-broken-seed1]" in out and "RuntimeError: boom" in out, out

@@ -180,8 +180,11 @@ def run(cell: Cell, status: str, seed: int = 1, repeat: int = 1, got: str = "pas
     return CellRun(Planned(cell, seed, repeat), outcome, 0, 1.5, f"cells/{cell.id}", verdict(got), False)
 
 
-def document(*runs: CellRun, shards: list[str] | None = None) -> dict[str, Any]:
-    return suite_document([cell_record(r) for r in runs], suite="chaos.toml", shards=shards or [], duration_s=3.0)
+def document(*runs: CellRun, shards: list[str] | None = None, order: list[CellRun] | None = None) -> dict[str, Any]:
+    """suite.json's document of `runs`, each placed where it is in `order` (the whole suite's; else `runs`)."""
+    place = {id(r): i for i, r in enumerate(order or runs)}
+    return suite_document([cell_record(r, place[id(r)]) for r in runs], suite="chaos.toml",
+                          shards=shards or [], duration_s=3.0)
 
 
 def test_the_suite_report_counts_statuses_and_takes_the_worst_exit_code() -> None:
@@ -227,10 +230,11 @@ def test_merged_shards_equal_the_whole_and_overlap_is_refused(tmp_path: Path) ->
         mine = {p.key for p in select([r.planned for r in runs], (k, 2))}
         shard = tmp_path / f"shard{k}"
         shard.mkdir()
-        write_suite_reports(shard, document(*[r for r in runs if r.planned.key in mine], shards=[f"{k}/2"]))
+        write_suite_reports(shard, document(*[r for r in runs if r.planned.key in mine], shards=[f"{k}/2"],
+                                            order=runs))
     merged = merge([tmp_path / "shard1", tmp_path / "shard2"], tmp_path / "merged")
-    by_key = {c["key"]: (c["status"], c["verdict"]) for c in merged["cells"]}
-    assert by_key == {c["key"]: (c["status"], c["verdict"]) for c in whole["cells"]}
+    in_order = [(c["key"], c["status"], c["verdict"]) for c in merged["cells"]]
+    assert in_order == [(c["key"], c["status"], c["verdict"]) for c in whole["cells"]], "as one machine ran them"
     assert merged["exit_code"] == whole["exit_code"] == 1 and merged["shards"] == ["1/2", "2/2"]
     assert all(c["run_dir"].startswith("../shard") for c in merged["cells"])
     assert json.loads((tmp_path / "merged" / "suite.json").read_text())["counts"] == whole["counts"]
