@@ -147,11 +147,11 @@ def run_cell(runs_dir: Path, target: str, scenario: str, seed: int = 1, params: 
              contract: list[str] | tuple[str, ...] = (),
              scenario_params: list[str] | tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
     """One `chaos run` of the cell; its verdict.json (with "run_dir") and what it printed."""
-    argv = [sys.executable, "-m", "chaos", "run", "--target", target, "--scenario", scenario, "--seed", str(seed),
-            "--runs-dir", str(runs_dir)]
-    for flag, settings in (("-p", params), ("-c", contract), ("-s", scenario_params)):
-        for setting in settings:
-            argv += [flag, setting]
+    from chaos.suite.cell import Cell
+
+    cell = Cell(target, scenario, params=tuple(params), contract=tuple(contract),
+                scenario_params=tuple(scenario_params))
+    argv = [sys.executable, "-m", "chaos", *cell.argv(seed, runs_dir)]
     earlier = set(runs_dir.iterdir())  # an earlier session's runs of this cell are never judged as this one
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     printed = (done.stdout + done.stderr).strip()

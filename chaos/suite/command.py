@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from chaos.errors import ConfigError
-from chaos.suite.report import cell_record, suite_document, write_suite_reports
+from chaos.suite.report import cell_record, fresh_output, suite_document, write_suite_reports
 from chaos.suite.runner import SuiteRunner, preflight
 from chaos.suite.shard import load_durations, parse_shard, select
 from chaos.suite.spec import find_suite_file, load_suite, parse_seeds_text
@@ -42,16 +41,7 @@ def run_suite(options: SuiteOptions, say: Callable[[str], None]) -> int:
         planned = select(planned, shard, durations)
     preflight([run.cell for run in planned])
     out = options.out or options.runs_dir / f"suite-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}"
-    if (out / "suite.json").exists():
-        raise ConfigError(f"{out} already holds a suite's reports (suite.json); a suite never writes over another's. "
-                          "Pick another --out, or leave it out for a fresh directory under --runs-dir.")
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file; expected a directory to write the suite's reports and runs into "
-                          "(made if missing). Pick another --out.")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"Cannot create {out} ({exc.strerror or exc}); --out must be a writable directory.") from exc
+    fresh_output(out, "Pick another --out, or leave it out for a fresh directory under --runs-dir.")
     slice_ = [f"{shard[0]}/{shard[1]}"] if shard else []
     say(f"suite {path}{''.join(f', shard {s}' for s in slice_)}: {len(planned)} run(s), {options.jobs} at a time; "
         f"reports in {out}")

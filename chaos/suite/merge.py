@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import ConfigError
-from chaos.suite.report import SCHEMA, suite_document, write_suite_reports
+from chaos.suite.report import SCHEMA, fresh_output, suite_document, write_suite_reports
 
 
 def merge(dirs: list[Path], out: Path) -> dict[str, Any]:
@@ -26,13 +26,7 @@ def merge(dirs: list[Path], out: Path) -> dict[str, Any]:
         raise ConfigError(f"chaos merge: the directories hold runs of different suites ({', '.join(sorted(suites))}); "
                           "merge the shards of one suite at a time.")
     _check_whole([shard for _, document in documents for shard in document["shards"] or ["1/1"]])
-    if (out / "suite.json").exists() or (out.exists() and not out.is_dir()):
-        raise ConfigError(f"chaos merge: {out} already holds a suite's reports, or is a file; the merge never writes "
-                          "over anything. Pick another --out.")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"chaos merge: cannot create {out} ({exc.strerror or exc}).") from exc
+    fresh_output(out, "Pick another --out for the merge.")
     cells: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], Path] = {}
     for directory, document in documents:

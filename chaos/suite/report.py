@@ -70,6 +70,22 @@ def stability(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for key, verdicts in seen.items() if len(verdicts) > 1]
 
 
+def fresh_output(out: Path, fix: str) -> None:
+    """Make `out` for a suite's reports, refusing one that holds another suite's (or is a file): neither a
+    suite nor a merge ever writes over reports. `fix` says what to do instead."""
+    if (out / "suite.json").exists():
+        raise ConfigError(f"{out} already holds a suite's reports (suite.json); a suite never writes over another's. "
+                          f"{fix}")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} is a file; expected a directory to write the suite's reports into (made if "
+                          f"missing). {fix}")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"Cannot create {out} ({exc.strerror or exc}); it must be a writable directory. "
+                          f"{fix}") from exc
+
+
 def write_suite_reports(out: Path, document: dict[str, Any]) -> None:
     try:
         (out / "suite.json").write_text(json.dumps(document, indent=2) + "\n")
