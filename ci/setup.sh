@@ -18,4 +18,6 @@ if [ ${#need_debs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_debs[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[test,huey]"
+python3 -m pip install -q --disable-pip-version-check -e ".[test,libraries]"
+# arq pins a redis client the rest outgrow: a virtualenv of its own (targets/arq_redis/README.md).
+bash ci/setup_arq.sh
