@@ -107,18 +107,16 @@ class Control:
 
     def close(self) -> None:
         """Delete the run's RQ keys, which do not start with the run's prefix (RQ names them `rq:queue:<name>`,
-        `rq:job:<id>`, `rq:wip:<name>`, ...): the queue and its jobs (`Queue.delete(delete_jobs=True)`), the
-        jobs' own keys, and the queue's registries."""
+        `rq:job:<id>`, `rq:wip:<name>`, `rq:executions:<id>`, ...): every `rq:*` key naming the run's queue or
+        one of its jobs. On the run's own server this is moot; on an external one it leaves nothing behind."""
         try:
-            for rq_id in self.jobs:
-                RQJob(rq_id, connection=self.redis).delete(remove_from_queue=False, delete_dependents=False)
-            registries = [self.queue.started_job_registry, self.queue.finished_job_registry,
-                          self.queue.failed_job_registry, self.queue.deferred_job_registry,
-                          self.queue.scheduled_job_registry, self.queue.canceled_job_registry]
-            self.redis.delete(*[registry.key for registry in registries])
-            self.queue.delete(delete_jobs=True)
+            patterns = [f"rq:*{self.queue.name}*", *(f"rq:*{rq_id}*" for rq_id in self.jobs)]
+            for pattern in patterns:
+                keys = list(self.redis.scan_iter(match=pattern, count=1000))
+                if keys:
+                    self.redis.delete(*keys)
         except RedisError as exc:
             raise HarnessError(f"could not delete RQ's keys of queue {self.queue.name!r}; "
-                               f"delete rq:*{self.queue.name}* by hand: {exc}") from exc
+                               f"delete rq:*{self.queue.name}* and its jobs' keys by hand: {exc}") from exc
         finally:
             self.redis.close()
