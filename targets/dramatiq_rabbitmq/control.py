@@ -1,0 +1,119 @@
+"""dramatiq_rabbitmq control side: the producer and the snapshot, through Dramatiq's own API and the queues
+RabbitmqBroker declares.
+
+It loads the target's tasks.py (not into sys.modules: the suite's process may load other targets),
+declares Dramatiq's queues through the broker (`declare_queue("default", ensure=True)`: `default` with its
+dead-letter arguments, `default.DQ`, `default.XQ`), and enqueues by sending the actor,
+`chaos_job.send(job.id, payload)`, on a broker with `confirm_delivery` (each send returns once RabbitMQ
+has the message).
+
+A broker does not report a message's state, and an acknowledged message is gone: the snapshot fetches
+every message of Dramatiq's three queues without acknowledging them (basic.get), and puts them back by
+closing its channel. A job in `default` or `default.DQ` is pending, in `default.XQ` dead, and in none
+absent (acknowledged, out for delivery, or lost): hence `shows_deliveries = False`, and a job counts as
+drained once it is dead or an ack of it was accepted. The final snapshot runs after every worker
+stopped, when every unacknowledged delivery has been requeued.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar
+
+import pika
+import pika.exceptions
+
+from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState, KeepsNoCompletions
+
+NOT_FOUND = 404  # AMQP's reply code for a queue the broker does not have
+
+
+def load_tasks() -> ModuleType:
+    path = Path(__file__).with_name("tasks.py")
+    spec = importlib.util.spec_from_file_location("dramatiq_rabbitmq_tasks", path)
+    if spec is None or spec.loader is None:
+        raise HarnessError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Control(KeepsNoCompletions):
+    shows_deliveries: ClassVar[bool] = False  # an unacknowledged delivery is in no queue
+
+    def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract) -> None:
+        self.tasks = load_tasks()
+        self.url = backend.endpoint.url
+        self.params = params
+        self.max_attempts = contract.max_attempts or 1
+        self.local = threading.local()  # pika's connections are not thread-safe: one per thread
+        self.connections: list[Any] = []
+        self.lock = threading.Lock()
+        self._broker: Any = None
+        self._actor: Any = None
+
+    def producer(self) -> Any:
+        """The producer's actor, on a broker made on first use (its per-thread connection opens lazily)."""
+        if self._actor is None:
+            self._broker = self.tasks.broker_for(self.url, confirm_delivery=True)
+            self._actor = self.tasks.define_actor(self._broker, self.max_attempts, self.params)
+        return self._actor
+
+    def setup(self) -> None:
+        self.producer()
+        self._broker.declare_queue(self.tasks.QUEUE, ensure=True)
+
+    def enqueue(self, jobs: list[Job]) -> None:
+        actor = self.producer()
+        for job in jobs:
+            actor.send(job.id, job.payload())
+
+    def worker_env(self, endpoint: Endpoint) -> dict[str, str]:
+        return {"CHAOS_BACKEND_URL": endpoint.url}
+
+    def channel(self) -> Any:
+        """A fresh channel on this thread's connection, reopened after the broker restarted under it."""
+        connection = getattr(self.local, "connection", None)
+        if connection is None or connection.is_closed:
+            connection = pika.BlockingConnection(pika.URLParameters(self.url))
+            self.local.connection = connection
+            with self.lock:
+                self.connections.append(connection)
+        return connection.channel()
+
+    def snapshot(self) -> list[JobState]:
+        """A queue the broker no longer has holds none of the jobs: they show absent."""
+        states: dict[str, JobState] = {}
+        for queue, state in ((self.tasks.DEAD, "dead"), (self.tasks.DELAYED, "pending"), (self.tasks.QUEUE, "pending")):
+            channel = self.channel()
+            try:
+                while True:
+                    method, _, raw = channel.basic_get(queue, auto_ack=False)
+                    if method is None:
+                        break
+                    message = json.loads(raw)
+                    job = str(message["args"][0])
+                    attempts = int(message.get("options", {}).get("retries", 0)) + 1
+                    states[job] = JobState(job, state, attempts=attempts, detail={"queue": queue,
+                                                                                   "message": message["message_id"]})
+            except pika.exceptions.ChannelClosedByBroker as exc:
+                if exc.reply_code != NOT_FOUND:
+                    raise
+                continue  # the broker closed the channel for it
+            channel.close()  # every message fetched goes back to its queue
+        return sorted(states.values(), key=lambda s: s.job)
+
+    def close(self) -> None:
+        if self._broker is not None:
+            self._broker.close()
+        with self.lock:
+            for connection in self.connections:
+                if connection.is_open:
+                    try:
+                        connection.close()
+                    except pika.exceptions.AMQPError:
+                        pass

@@ -1,0 +1,90 @@
+"""dramatiq_rabbitmq worker: the module Dramatiq's own worker runs (target.toml's command is the `dramatiq`
+CLI, `python -m dramatiq worker:broker --processes 1 --threads 1`). Nothing here takes, runs or completes a
+job: Dramatiq's consumer thread receives deliveries on a channel of its own (basic.qos prefetch: its
+worker's queue_prefetch), its worker thread runs the actor, and the consumer thread acks (basic.ack),
+or nacks to the dead-letter queue `default.XQ`. This module builds the broker from CHAOS_BACKEND_URL
+(with pika's `heartbeat`, [params] heartbeat_s) and adds one middleware, `Probes`, which reports what
+Dramatiq does from its documented Middleware hooks. The `dramatiq` CLI forks the worker process that
+imports this module, so every probe comes from that child of the process the suite started (its log's
+first line names both pids); the suite's kill and stop reach the whole process tree.
+
+- before_process_message ("Called before a message is processed"): `claim`. RabbitMQ delivered the
+  message to this process's consumer channel, where it stays unacknowledged until the ack: the broker's
+  own record of ownership. Token: Dramatiq's message id, this process's pid and a counter; attempt: the
+  message's `retries` option plus one.
+- the actor itself sends `effect` (tasks.py).
+- after_process_message with an exception: `abandon` "handler failed" (this middleware is added last, and
+  Dramatiq runs after-hooks in reverse order, so it runs before Retries re-enqueues or fails the message).
+- after_skip_message: `abandon` "skipped".
+- after_ack ("Called after a message has been acknowledged"): `ack`, ok true: Dramatiq's own word. What it
+  means on RabbitMQ: the consumer has handed basic.ack to its connection's thread
+  (add_callback_threadsafe) without an error; AMQP has no reply to an ack, and Dramatiq's after_ack is
+  the last thing the library tells. README.md says what this judges and what it cannot.
+
+A probe the sink refuses ends the process at once (tasks.report).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+from typing import Any
+
+from dramatiq.middleware import Middleware
+from tasks import broker_for, define_actor, report, set_current
+
+from chaos import probe
+from chaos.worker import log, settings
+
+CFG = settings()
+PARAMS = json.loads(os.environ.get("CHAOS_TARGET_PARAMS") or "{}")
+
+
+class Probes(Middleware):
+    def __init__(self) -> None:
+        self.counter = itertools.count(1)
+        self.local = threading.local()
+
+    def after_worker_boot(self, broker: Any, worker: Any) -> None:
+        log(f"dramatiq worker process pid={os.getpid()} parent={os.getppid()}")
+
+    def before_process_message(self, broker: Any, message: Any) -> None:
+        job = str(message.args[0])
+        attempt = int(message.options.get("retries", 0)) + 1
+        token = f"{message.message_id}:{attempt}:{os.getpid()}.{next(self.counter)}"
+        self.local.claim = (message.message_id, job, token)
+        set_current(token, attempt)
+        report(lambda: probe.claim(job, token, attempt=attempt))
+
+    def _mine(self, message: Any) -> tuple[str, str] | None:
+        claim = getattr(self.local, "claim", None)
+        if claim is None or claim[0] != message.message_id:
+            return None  # a delayed retry's hand-over (no actor ran here), not an execution of ours
+        return claim[1], claim[2]
+
+    def after_process_message(self, broker: Any, message: Any, *, result: Any = None,
+                              exception: BaseException | None = None) -> None:
+        mine = self._mine(message)
+        if mine is not None and exception is not None:
+            self.local.claim = None
+            job, token = mine
+            report(lambda: probe.abandon(job, token, reason="handler failed"))
+
+    def after_skip_message(self, broker: Any, message: Any) -> None:
+        mine = self._mine(message)
+        if mine is not None:
+            self.local.claim = None
+            report(lambda: probe.abandon(mine[0], mine[1], reason="skipped"))
+
+    def after_ack(self, broker: Any, message: Any) -> None:
+        mine = self._mine(message)
+        if mine is not None:
+            self.local.claim = None
+            report(lambda: probe.ack(mine[0], mine[1], True))
+
+
+broker = broker_for(os.environ["CHAOS_BACKEND_URL"], int(PARAMS.get("heartbeat_s") or 0) or None)
+broker.add_middleware(Probes())
+chaos_job = define_actor(broker, CFG.max_attempts, PARAMS)
