@@ -28,9 +28,13 @@ import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
+import chaos
 from chaos import Backend, ConfigError, Contract, Endpoint, HarnessError, Job, JobState
 
 HERE = Path(__file__).resolve().parent
+# The folder holding the suite's `chaos` package, alone on the helper's path: a failed job's stored result is a
+# pickled exception of the handler's (chaos.worker.JobFailed), which arq's result_info unpickles.
+SUITE_PATH = str(Path(chaos.__file__).resolve().parent.parent)
 ANSWER_TIMEOUT_S = 20.0  # a helper that does not answer in this long is stuck (its Redis calls time out sooner)
 
 
@@ -62,7 +66,7 @@ class Control:
         if self.helper is None or self.helper.poll() is not None:
             self.helper = subprocess.Popen([str(self.python), str(HERE / "arq_helper.py"), self.url, self.namespace],
                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=HERE,
-                                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                                           env={**os.environ, "PYTHONPATH": SUITE_PATH})
         return self.helper
 
     def _stop(self) -> None:

@@ -73,16 +73,18 @@ def token_of(ctx: dict[str, Any]) -> str:
 async def chaos_job(ctx: dict[str, Any], job: str, payload: dict[str, Any]) -> str:
     """The job: the handler, then the effect. Returns the job id, which arq stores as the job's result."""
     try:
-        await asyncio.to_thread(run_handler, payload)  # a poison job raises JobFailed here, before any effect
-    except JobFailed:
-        await send(lambda: probe.abandon(job, token_of(ctx), reason="handler failed"))
-        if CFG.param("on_failure") == "retry":
-            raise Retry() from None  # arq's documented way to run a job again (until max_tries)
-        raise
-    except asyncio.CancelledError:  # arq's shutdown cancels running jobs (and re-queues them); a timeout too
+        try:
+            await asyncio.to_thread(run_handler, payload)  # a poison job raises JobFailed here, before any effect
+        except JobFailed:
+            await send(lambda: probe.abandon(job, token_of(ctx), reason="handler failed"))
+            if CFG.param("on_failure") == "retry":
+                raise Retry() from None  # arq's documented way to run a job again (until max_tries)
+            raise
+        await send(lambda: probe.effect(job, token_of(ctx), fence=int(ctx["job_try"])))
+    except asyncio.CancelledError:  # arq's shutdown cancels running jobs (and re-queues them); its timeout too
+        # (arq then records the job failed), also while the effect's probe is out: the effect stands
         await send(lambda: probe.abandon(job, token_of(ctx), reason="cancelled"))
         raise
-    await send(lambda: probe.effect(job, token_of(ctx), fence=int(ctx["job_try"])))
     ctx["chaos_returned"] = True
     return job
 
