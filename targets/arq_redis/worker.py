@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -72,9 +73,10 @@ def token_of(ctx: dict[str, Any]) -> str:
 
 async def chaos_job(ctx: dict[str, Any], job: str, payload: dict[str, Any]) -> str:
     """The job: the handler, then the effect. Returns the job id, which arq stores as the job's result."""
+    cancel = threading.Event()  # wakes the handler's thread when arq cancels the job
     try:
         try:
-            await asyncio.to_thread(run_handler, payload)  # a poison job raises JobFailed here, before any effect
+            await asyncio.to_thread(run_handler, payload, cancel)  # a poison job raises JobFailed, before any effect
         except JobFailed:
             await send(lambda: probe.abandon(job, token_of(ctx), reason="handler failed"))
             if CFG.param("on_failure") == "retry":
@@ -83,6 +85,7 @@ async def chaos_job(ctx: dict[str, Any], job: str, payload: dict[str, Any]) -> s
         await send(lambda: probe.effect(job, token_of(ctx), fence=int(ctx["job_try"])))
     except asyncio.CancelledError:  # arq's shutdown cancels running jobs (and re-queues them); its timeout too
         # (arq then records the job failed), also while the effect's probe is out: the effect stands
+        cancel.set()
         await send(lambda: probe.abandon(job, token_of(ctx), reason="cancelled"))
         raise
     ctx["chaos_returned"] = True
