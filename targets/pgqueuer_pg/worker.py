@@ -13,6 +13,7 @@ and registers one entrypoint, `chaos_job`, whose body reports what it sees:
 - `abandon` ("handler failed") when the handler raised, before the exception reaches pgqueuer's
   DatabaseRetryEntrypointExecutor, which re-queues the job (RetryRequested) or, after its last attempt, holds
   it as `failed` (on_failure="hold").
+- `abandon` ("canceled") when pgqueuer cancels the running entrypoint (its manager stopping after a failure).
 - no `heartbeat`: pgqueuer writes heartbeats from its own buffer and exposes no hook for them
   (README.md, "Not covered").
 
@@ -82,6 +83,11 @@ async def create_pgqueuer() -> AsyncIterator[PgQueuer]:
         except JobFailed:
             await report(lambda: probe.abandon(name, token, reason="handler failed"))
             raise
+        except asyncio.CancelledError:
+            # pgqueuer cancels a running job when its manager stops on a failure (a broken connection) and
+            # then logs it "canceled" (deleting its row, if it still can): the job is given up here.
+            await report(lambda: probe.abandon(name, token, reason="canceled"))
+            raise
         await report(lambda: probe.effect(name, token))
         await report(lambda: probe.ack(name, token, None))
 
@@ -101,6 +107,8 @@ def main() -> None:
         dequeue_timeout=timedelta(seconds=float(cfg.param("dequeue_timeout_s"))),
         batch_size=int(cfg.param("batch_size")),
         max_concurrent_tasks=int(cfg.param("max_concurrent_tasks")),
+        restart_on_failure=bool(cfg.param("restart_on_failure")),
+        restart_delay=timedelta(seconds=float(cfg.param("restart_delay_s"))),
     ))
 
 
