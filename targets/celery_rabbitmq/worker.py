@@ -36,7 +36,7 @@ def ours(sender: Any) -> bool:
     return getattr(sender, "name", None) == TASK
 
 
-@task_prerun.connect
+@task_prerun.connect  # type: ignore[untyped-decorator]
 def claimed(sender: Any = None, task_id: Any = None, task: Any = None, args: Any = None, **_: Any) -> None:
     if not ours(sender):
         return
@@ -46,7 +46,7 @@ def claimed(sender: Any = None, task_id: Any = None, task: Any = None, args: Any
                                library_id=str(request.hostname or "")))
 
 
-@task_postrun.connect
+@task_postrun.connect  # type: ignore[untyped-decorator]
 def finished(sender: Any = None, task_id: Any = None, task: Any = None, args: Any = None, state: Any = None,
              **_: Any) -> None:
     if not ours(sender) or state != "SUCCESS":
