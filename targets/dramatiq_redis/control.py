@@ -105,7 +105,8 @@ class Control(KeepsNoCompletions):
             attempts = int(message.get("options", {}).get("retries", 0)) + 1
             current = found.get(job)
             if current is None or RANK[state] > RANK[current.state]:
-                found[job] = JobState(job, state, attempts=attempts, detail={**detail, "message": message["message_id"]})
+                found[job] = JobState(job, state, attempts=attempts,
+                                      detail={**detail, "message": message["message_id"]})
 
         for message_id, raw in stored.items():
             holder = holders.get(message_id)
