@@ -7,6 +7,15 @@ dead-letter arguments, `default.DQ`, `default.XQ`), and enqueues by sending the 
 `chaos_job.send(job.id, payload)`, on a broker with `confirm_delivery` (each send returns once RabbitMQ
 has the message).
 
+Completions: Dramatiq cannot say whether its ack took effect (worker.py), so the worker's ack probe says
+ok null and `completion(job, token)` answers from the broker, once the answer is certain: "accepted" when
+no consumer is left on Dramatiq's queues (passive queue.declare: consumer_count 0 on `default` and
+`default.DQ`, so no delivery is unacknowledged anywhere: RabbitMQ requeues a closed channel's), the job's
+message is in none of the three queues (so an ack removed it), and this token is the only one the suite
+has asked about for the job (so that ack was this execution's: every execution that calls ack reports
+it). Otherwise "unknown", and the final snapshot judges. While workers run it is always "unknown", so a
+run waits out its scenario's drain timeout; the run's last question comes after every worker stopped.
+
 A broker does not report a message's state, and an acknowledged message is gone: the snapshot fetches
 every message of Dramatiq's three queues without acknowledging them (basic.get), and puts them back by
 closing its channel. A job in `default` or `default.DQ` is pending, in `default.XQ` dead, and in none
@@ -27,7 +36,7 @@ from typing import Any, ClassVar
 import pika
 import pika.exceptions
 
-from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState, KeepsNoCompletions
+from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState
 
 NOT_FOUND = 404  # AMQP's reply code for a queue the broker does not have
 
@@ -42,7 +51,7 @@ def load_tasks() -> ModuleType:
     return module
 
 
-class Control(KeepsNoCompletions):
+class Control:
     shows_deliveries: ClassVar[bool] = False  # an unacknowledged delivery is in no queue
 
     def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract) -> None:
@@ -55,6 +64,7 @@ class Control(KeepsNoCompletions):
         self.lock = threading.Lock()
         self._broker: Any = None
         self._actor: Any = None
+        self.asked: dict[str, set[str]] = {}  # job -> every token completion() was asked about
 
     def producer(self) -> Any:
         """The producer's actor, on a broker made on first use (its per-thread connection opens lazily)."""
@@ -106,6 +116,24 @@ class Control(KeepsNoCompletions):
                 continue  # the broker closed the channel for it
             channel.close()  # every message fetched goes back to its queue
         return sorted(states.values(), key=lambda s: s.job)
+
+    def completion(self, job: str, token: str) -> str:
+        self.asked.setdefault(job, set()).add(token)
+        if len(self.asked[job]) != 1:
+            return "unknown"  # two executions reported an ack: which one removed the message is not recorded
+        channel = self.channel()
+        try:
+            for queue in (self.tasks.QUEUE, self.tasks.DELAYED):
+                if channel.queue_declare(queue, passive=True).method.consumer_count:
+                    return "unknown"  # a consumer may hold the job's delivery unacknowledged
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            if exc.reply_code != NOT_FOUND:
+                raise
+            return "unknown"
+        channel.close()
+        if any(state.job == job for state in self.snapshot()):
+            return "unknown"
+        return "accepted"
 
     def close(self) -> None:
         if self._broker is not None:
