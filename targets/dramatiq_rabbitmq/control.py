@@ -130,7 +130,9 @@ class Control:
             if exc.reply_code != NOT_FOUND:
                 raise
             return "unknown"
-        channel.close()
+        finally:
+            if channel.is_open:
+                channel.close()
         if any(state.job == job for state in self.snapshot()):
             return "unknown"
         return "accepted"
