@@ -24,17 +24,17 @@ import json
 import os
 import select
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
-import chaos
 from chaos import Backend, ConfigError, Contract, Endpoint, HarnessError, Job, JobState
 
 HERE = Path(__file__).resolve().parent
 # The folder holding the suite's `chaos` package, alone on the helper's path: a failed job's stored result is a
 # pickled exception of the handler's (chaos.worker.JobFailed), which arq's result_info unpickles.
-SUITE_PATH = str(Path(chaos.__file__).resolve().parent.parent)
+SUITE_PATH = str(Path(str(sys.modules["chaos"].__file__)).resolve().parent.parent)
 ANSWER_TIMEOUT_S = 20.0  # a helper that does not answer in this long is stuck (its Redis calls time out sooner)
 
 
