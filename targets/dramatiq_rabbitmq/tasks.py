@@ -70,6 +70,6 @@ def define_actor(broker: RabbitmqBroker, max_attempts: int, params: dict[str, An
         token, attempt = getattr(_current, "token", None), getattr(_current, "attempt", 1)
         report(lambda: probe.effect(job, token or job, fence=attempt))
 
-    return dramatiq.actor(chaos_job, actor_name=ACTOR, queue_name=QUEUE, broker=broker,
-                          max_retries=max_attempts - 1, min_backoff=int(params["min_backoff_ms"]),
-                          max_backoff=int(params["max_backoff_ms"]))
+    declare = dramatiq.actor(actor_name=ACTOR, queue_name=QUEUE, broker=broker, max_retries=max_attempts - 1,
+                             min_backoff=int(params["min_backoff_ms"]), max_backoff=int(params["max_backoff_ms"]))
+    return declare(chaos_job)

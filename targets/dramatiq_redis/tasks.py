@@ -46,8 +46,10 @@ def broker_for(url: str, prefix: str, params: dict[str, Any]) -> RedisBroker:
     """RedisBroker (Dramatiq's default middleware: AgeLimit, TimeLimit, ShutdownNotifications, Callbacks,
     Pipelines, Retries) on its own redis-py client, with timeouts so a cut connection fails."""
     client = redis.Redis.from_url(url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S)
-    return RedisBroker(namespace=namespace_of(prefix), heartbeat_timeout=int(params["heartbeat_timeout_ms"]),
-                       maintenance_chance=int(params["maintenance_chance"]), client=client)
+    broker: RedisBroker = RedisBroker(  # type: ignore[no-untyped-call]
+        namespace=namespace_of(prefix), heartbeat_timeout=int(params["heartbeat_timeout_ms"]),
+        maintenance_chance=int(params["maintenance_chance"]), client=client)
+    return broker
 
 
 def report(send: Callable[[], Any]) -> None:
@@ -72,6 +74,6 @@ def define_actor(broker: RedisBroker, max_attempts: int, params: dict[str, Any])
         token, attempt = getattr(_current, "token", None), getattr(_current, "attempt", 1)
         report(lambda: probe.effect(job, token or job, fence=attempt))
 
-    return dramatiq.actor(chaos_job, actor_name=ACTOR, queue_name=QUEUE, broker=broker,
-                          max_retries=max_attempts - 1, min_backoff=int(params["min_backoff_ms"]),
-                          max_backoff=int(params["max_backoff_ms"]))
+    declare = dramatiq.actor(actor_name=ACTOR, queue_name=QUEUE, broker=broker, max_retries=max_attempts - 1,
+                             min_backoff=int(params["min_backoff_ms"]), max_backoff=int(params["max_backoff_ms"]))
+    return declare(chaos_job)
