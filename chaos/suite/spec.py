@@ -33,7 +33,7 @@ from chaos.errors import ConfigError
 from chaos.suite.cell import VERDICTS, Cell, Planned
 
 SUITE_FILE = "chaos.toml"
-SUITE_KEYS = {"seeds", "repeat", "correct", "cell"}
+SUITE_KEYS = {"seeds", "repeat", "correct", "cell", "include"}
 CELL_KEYS = {"target", "scenario", "scenarios", "params", "contract", "scenario_params", "verdict", "violation",
              "counts", "max_recovery_s", "min_recovery_s", "witness_order", "anomalies", "rule", "server_bug"}
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
@@ -70,8 +70,11 @@ def find_suite_file(given: Path | None) -> Path:
                       "'Suites' section shows one.")
 
 
-def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int | None = None) -> Suite:
-    """The suite `path` describes; `seeds` and `repeat` (the command line's) override the file's."""
+def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int | None = None,
+               _including: tuple[Path, ...] = ()) -> Suite:
+    """The suite `path` describes; `seeds` and `repeat` (the command line's) override the file's. Its
+    `include` files (paths relative to it) add their cells, so that each part of a big suite (one per
+    adapter, per team) stays in a file of its own; their own seeds and repeat give way to this file's."""
     raw = _read(path)
     if path.name == "pyproject.toml":
         raw = raw.get("tool", {}).get("chaos", {})
@@ -84,6 +87,8 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
                           f"among {', '.join(sorted(SUITE_KEYS))}.")
     listed = [_cell(entry, f"{where}, cell {number}") for number, entry in enumerate(_tables(raw, where), 1)]
     cells = [cell for group in listed for cell in group]
+    for part in _includes(raw, path, where, (*_including, path.resolve())):
+        cells += load_suite(part, _including=(*_including, path.resolve())).cells
     plain = {(c.target, c.scenario) for c in cells if not c.params and not c.contract and not c.scenario_params}
     correct = raw.get("correct", [])
     if not isinstance(correct, list) or not all(isinstance(name, str) for name in correct):
@@ -102,6 +107,23 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
                           "correct = [target, ...].")
     return Suite(path, tuple(cells + made), seeds or parse_seeds(raw.get("seeds", [1]), where),
                  repeat or _positive(raw.get("repeat", 1), "repeat", where))
+
+
+def _includes(raw: dict[str, Any], path: Path, where: str, including: tuple[Path, ...]) -> list[Path]:
+    """The files `include` names, relative to the including file; one that includes itself, at any depth,
+    is refused rather than read forever."""
+    names = raw.get("include", [])
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise ConfigError(f"{where}: include = {names!r}; expected a list of suite files, relative to {path.parent}.")
+    parts = [path.parent / name for name in names]
+    for part in parts:
+        if not part.is_file():
+            raise ConfigError(f"{where} includes {part}, which is not a file: expected a suite file (TOML with "
+                              "[[cell]] tables), its path relative to the including file.")
+        if part.resolve() in including:
+            raise ConfigError(f"{where} includes {part}, which includes it back: a suite file is read once; remove "
+                              "one of the two include entries.")
+    return parts
 
 
 def parse_seeds(value: object, where: str) -> tuple[int, ...]:

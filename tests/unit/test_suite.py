@@ -301,3 +301,32 @@ def test_a_running_runs_progress_is_read_from_its_ledger(tmp_path: Path) -> None
     progress.finished(planned, "[1/1] PASS ...")
     assert lines == ["[1/1] PASS ..."] and not progress._running
     ledger.close()
+
+
+# -- include ---------------------------------------------------------------------------------------
+
+
+def test_an_included_file_adds_its_cells_under_the_including_files_seeds(tmp_path: Path) -> None:
+    (tmp_path / "part").mkdir()
+    write(tmp_path / "part", '[[cell]]\ntarget = "pg_naive"\nscenario = "no_faults"\n', "one.toml")
+    suite = load_suite(write(tmp_path, 'seeds = [1, 2]\ninclude = ["part/one.toml"]\n'
+                                       '[[cell]]\ntarget = "pg_lease"\nscenario = "no_faults"\n'))
+    assert [(cell.target, cell.scenario) for cell in suite.cells] == [("pg_lease", "no_faults"),
+                                                                       ("pg_naive", "no_faults")]
+    assert suite.seeds == (1, 2)
+
+
+def test_an_include_that_is_missing_or_loops_back_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="includes .*nope.toml, which is not a file"):
+        load_suite(write(tmp_path, 'include = ["nope.toml"]\n'))
+    write(tmp_path, 'include = ["a.toml"]\n[[cell]]\ntarget = "pg_lease"\nscenario = "no_faults"\n', "b.toml")
+    with pytest.raises(ConfigError, match="includes it back"):
+        load_suite(write(tmp_path, 'include = ["b.toml"]\n', "a.toml"))
+
+
+def test_a_cell_in_two_included_files_is_listed_twice(tmp_path: Path) -> None:
+    cell = '[[cell]]\ntarget = "pg_lease"\nscenario = "no_faults"\n'
+    write(tmp_path, cell, "one.toml")
+    write(tmp_path, cell, "two.toml")
+    with pytest.raises(ConfigError, match="twice"):
+        load_suite(write(tmp_path, 'include = ["one.toml", "two.toml"]\n'))
