@@ -43,6 +43,7 @@ def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
 
 
 @needs_venv
+@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 def test_the_kill_cell_reruns_the_killed_job_after_the_in_progress_key_expires(tmp_path: Path) -> None:
     (cell,) = [c for c in load(REPO / "targets" / TARGET / "known_answers.toml")
                if c.scenario == SCENARIO and not c.params and not c.contract]

@@ -45,6 +45,7 @@ def test_target_check_finds_every_seam_holding(acks: str, tmp_path: Path) -> Non
     assert "acked job-0001 with ok null, and the control says the queue took the completion" in result.stdout
 
 
+@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 @pytest.mark.parametrize("acks", ["early", "late"])
 def test_the_kill_cell_gives_its_known_verdict(acks: str, tmp_path: Path) -> None:
     known = kill_cell(acks)

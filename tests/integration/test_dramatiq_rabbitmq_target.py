@@ -24,6 +24,7 @@ SUITE = Path(__file__).resolve().parents[2] / "targets" / TARGET / "known_answer
 pytest.importorskip("dramatiq", reason="the dramatiq extra is not installed: pip install -e .[dramatiq]")
 
 
+@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
     result = chaos("target", "check", TARGET, "--runs-dir", str(tmp_path))
     assert result.code == 0, result.stdout + result.stderr

@@ -33,6 +33,7 @@ def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
     assert "Dramatiq '2.2.1' is booting up" in log and "Worker process is ready for action" in log, log
 
 
+@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 def test_the_kill_cell_recovers_the_killed_job_from_the_forked_worker(tmp_path: Path) -> None:
     (cell,) = [c for c in load(SUITE) if c.scenario == SCENARIO]
     result = chaos(*cell.argv(1, tmp_path))

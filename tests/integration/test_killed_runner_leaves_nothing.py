@@ -218,6 +218,7 @@ def test_a_runner_killed_during_the_postgresql_boot_leaves_its_data_dir_to_clean
     assert report.code == 4 and "INCONCLUSIVE" in report.stdout, report.stdout + report.stderr
 
 
+@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 def test_a_runner_killed_during_the_rabbitmq_boot_leaves_its_data_dir_to_clean(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     with runner(runs, "rabbitmq_ack", "kill_after_effect_before_ack") as proc:

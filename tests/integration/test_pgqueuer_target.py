@@ -46,6 +46,7 @@ def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
     assert result.verdict["evidence"]["claims"] == "queue"
 
 
+@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 def test_the_kill_cell_is_judged_from_pgqueuers_record(tmp_path: Path) -> None:
     cell = kill_cell()
     result = chaos(*cell.argv(2, tmp_path))  # seed 2: the suite file's stability runs used 1..3

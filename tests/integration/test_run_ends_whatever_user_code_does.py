@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from chaos.ledger import read_events
 from chaos.leftovers import run_processes
@@ -79,6 +80,7 @@ def test_a_thread_the_scenario_leaves_running_does_not_hold_the_verdict(tmp_path
     assert time.monotonic() - began < 60
 
 
+@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 def test_a_bare_except_cannot_keep_a_run_past_its_deadline(tmp_path: Path) -> None:
     began = time.monotonic()
     result = run(tmp_path, "pg_lease", deaf_scenario(tmp_path), "--deadline", "3")

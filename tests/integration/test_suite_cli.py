@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
 from chaos.ledger import read_events
 from chaos.leftovers import run_processes
@@ -88,6 +89,7 @@ def test_a_mistake_in_any_cell_is_exit_2_before_anything_runs(tmp_path: Path) ->
     assert not out.exists(), "nothing ran"
 
 
+@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 def test_shards_merged_equal_the_unsharded_suite(tmp_path: Path) -> None:
     path = suite_file(tmp_path)
     whole = chaos("suite", str(path), "-j", "2", "--out", str(tmp_path / "whole"), runs_dir=tmp_path)
