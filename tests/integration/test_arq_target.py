@@ -18,6 +18,9 @@ from chaos.ledger import read_events
 from chaos.leftovers import run_processes
 from tests.integration.runner import REPO, chaos
 
+# The library adapters' tests run in the full tier, beside their known-answer cells (targets/libraries.toml):
+# each starts a library's own worker, seconds apiece, and the README's test command stays within minutes.
+pytestmark = pytest.mark.full
 TARGET = "arq_redis"
 SCENARIO = "kill_after_claim_before_effect"
 VENV = Path(os.environ.get("CHAOS_ARQ_VENV") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -43,7 +46,6 @@ def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
 
 
 @needs_venv
-@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 def test_the_kill_cell_reruns_the_killed_job_after_the_in_progress_key_expires(tmp_path: Path) -> None:
     (cell,) = [c for c in load(REPO / "targets" / TARGET / "known_answers.toml")
                if c.scenario == SCENARIO and not c.params and not c.contract]

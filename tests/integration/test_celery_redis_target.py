@@ -20,6 +20,9 @@ from tests.integration.runner import chaos
 
 pytest.importorskip("celery", reason="the celery extra is not installed: pip install -e .[celery]")
 
+# The library adapters' tests run in the full tier, beside their known-answer cells (targets/libraries.toml):
+# each starts a library's own worker, seconds apiece, and the README's test command stays within minutes.
+pytestmark = pytest.mark.full
 TARGET = "celery_redis"
 SUITE = Path(__file__).resolve().parents[2] / "targets" / TARGET / "known_answers.toml"
 SCENARIO = "kill_after_claim_before_effect"
@@ -45,7 +48,6 @@ def test_target_check_finds_every_seam_holding(acks: str, tmp_path: Path) -> Non
     assert "acked job-0001 with ok null, and the control says the queue took the completion" in result.stdout
 
 
-@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 @pytest.mark.parametrize("acks", ["early", "late"])
 def test_the_kill_cell_gives_its_known_verdict(acks: str, tmp_path: Path) -> None:
     known = kill_cell(acks)

@@ -18,13 +18,15 @@ from chaos.ledger import read_events
 from chaos.leftovers import run_processes
 from tests.integration.runner import chaos
 
+# The library adapters' tests run in the full tier, beside their known-answer cells (targets/libraries.toml):
+# each starts a library's own worker, seconds apiece, and the README's test command stays within minutes.
+pytestmark = pytest.mark.full
 TARGET = "dramatiq_rabbitmq"
 SCENARIO = "kill_after_claim_before_effect"
 SUITE = Path(__file__).resolve().parents[2] / "targets" / TARGET / "known_answers.toml"
 pytest.importorskip("dramatiq", reason="the dramatiq extra is not installed: pip install -e .[dramatiq]")
 
 
-@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
     result = chaos("target", "check", TARGET, "--runs-dir", str(tmp_path))
     assert result.code == 0, result.stdout + result.stderr
@@ -38,7 +40,6 @@ def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
     assert "Dramatiq '2.2.1' is booting up" in log and "Worker process is ready for action" in log, log
 
 
-@pytest.mark.full
 def test_the_kill_cell_recovers_the_killed_job_from_the_forked_worker(tmp_path: Path) -> None:
     (cell,) = [c for c in load(SUITE) if c.scenario == SCENARIO]
     result = chaos(*cell.argv(1, tmp_path))

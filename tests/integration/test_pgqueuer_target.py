@@ -17,6 +17,9 @@ from chaos.ledger import read_events
 from chaos.leftovers import run_processes
 from tests.integration.runner import REPO, chaos
 
+# The library adapters' tests run in the full tier, beside their known-answer cells (targets/libraries.toml):
+# each starts a library's own worker, seconds apiece, and the README's test command stays within minutes.
+pytestmark = pytest.mark.full
 TARGET = "pgqueuer_pg"
 SCENARIO = "kill_after_claim_before_effect"
 pytest.importorskip("pgqueuer", reason="the pgqueuer extra is not installed: pip install -e .[pgqueuer]")
@@ -46,7 +49,6 @@ def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
     assert result.verdict["evidence"]["claims"] == "queue"
 
 
-@pytest.mark.full  # slow: the full tier keeps the README's test command within minutes
 def test_the_kill_cell_is_judged_from_pgqueuers_record(tmp_path: Path) -> None:
     cell = kill_cell()
     result = chaos(*cell.argv(2, tmp_path))  # seed 2: the suite file's stability runs used 1..3

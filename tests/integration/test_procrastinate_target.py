@@ -18,6 +18,9 @@ from chaos.ledger import read_events
 from chaos.leftovers import run_processes
 from tests.integration.runner import REPO, chaos
 
+# The library adapters' tests run in the full tier, beside their known-answer cells (targets/libraries.toml):
+# each starts a library's own worker, seconds apiece, and the README's test command stays within minutes.
+pytestmark = pytest.mark.full
 TARGET = "procrastinate_pg"
 SCENARIO = "kill_after_claim_before_effect"
 CELLS = REPO / "targets" / TARGET / "known_answers.toml"

@@ -21,6 +21,9 @@ from tests.integration.runner import chaos
 
 pytest.importorskip("rq", reason="the rq extra is not installed: pip install -e .[rq]")
 
+# The library adapters' tests run in the full tier, beside their known-answer cells (targets/libraries.toml):
+# each starts a library's own worker, seconds apiece, and the README's test command stays within minutes.
+pytestmark = pytest.mark.full
 TARGET = "rq_redis"
 SUITE = Path(__file__).resolve().parents[2] / "targets" / TARGET / "known_answers.toml"
 
@@ -85,7 +88,6 @@ def test_a_killed_default_worker_leaves_its_job_started(tmp_path: Path) -> None:
     assert len(stuck) == 1 and verdict["counts"]["stuck"] == 1
 
 
-@pytest.mark.full
 def test_the_tightened_monitoring_recovers_a_killed_workers_job(tmp_path: Path) -> None:
     """--job-monitoring-interval 1 --maintenance-interval 1 --worker-ttl 16 and Retry: another worker's
     maintenance collects the abandoned job about 61 s after the kill and retries it (a 65 s run)."""
