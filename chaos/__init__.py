@@ -20,6 +20,7 @@ _EXPORTS = {
     "ReplicaObserver": "chaos.backends.redis.observer", "FirehoseObserver": "chaos.backends.rabbitmq.observer",
     "BeanstalkdQueueControl": "chaos.backends.beanstalkd.control",
     "RabbitMQQueueControl": "chaos.backends.rabbitmq.control",
+    "load_module": "chaos.usercode",  # a control loading its folder's other modules (tasks.py) by name
     # inside a worker process
     "probe": "chaos.worker.probe",
     # authoring scenarios
@@ -40,7 +41,8 @@ __all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Co
            "KeepsNoCompletions", "Ledger",
            "NotExercised", "Observer", "QueueRecord", "RabbitMQQueueControl", "RedisQueueControl", "ReplicaObserver",
            "Run", "RunOptions", "RunResult", "Scenario", "TableQueueControl", "Target", "TriggerObserver", "Verdict",
-           "Violation", "check", "find_scenario", "find_target", "judge", "probe", "read_events", "run_scenario"]
+           "Violation", "check", "find_scenario", "find_target", "judge", "load_module", "probe", "read_events",
+           "run_scenario"]
 
 
 def __getattr__(name: str) -> Any:
@@ -76,4 +78,5 @@ if TYPE_CHECKING:
     from chaos.runtime.run import Run, RunOptions, RunResult, run_scenario
     from chaos.scenario import Context, Gate, HeldProbe, Scenario
     from chaos.target import Control, Job, JobState, KeepsNoCompletions, Observer, QueueRecord, Target
+    from chaos.usercode import load_module
     from chaos.worker import probe

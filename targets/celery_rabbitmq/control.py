@@ -21,7 +21,6 @@ took effect (the task's stored result is its job id).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import tempfile
@@ -32,7 +31,7 @@ from typing import Any, ClassVar
 import pika
 import pika.exceptions
 
-from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState
+from chaos import Backend, Contract, Endpoint, Job, JobState, load_module
 
 NOT_FOUND = 404  # AMQP's reply code for a queue the broker does not have (before Celery declared it)
 
@@ -40,13 +39,7 @@ NOT_FOUND = 404  # AMQP's reply code for a queue the broker does not have (befor
 def load_tasks() -> ModuleType:
     """tasks.py, named `tasks` as the worker imports it; not put in sys.modules (the suite's process may
     load other targets)."""
-    path = Path(__file__).with_name("tasks.py")
-    spec = importlib.util.spec_from_file_location("tasks", path)
-    if spec is None or spec.loader is None:
-        raise HarnessError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(Path(__file__).with_name("tasks.py"), "tasks", "celery_rabbitmq tasks.py")
 
 
 def job_of_body(raw: bytes) -> tuple[str, dict[str, Any]]:

@@ -24,7 +24,6 @@ took effect (the task's stored result is its job id).
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -32,7 +31,7 @@ from typing import Any, ClassVar
 
 import redis
 
-from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState
+from chaos import Backend, Contract, Endpoint, Job, JobState, load_module
 
 PRIORITY_SEP = "\x06\x16"  # kombu's Redis transport: the separator of a priority list's name
 PRIORITIES = (3, 6, 9)  # kombu's default priority_steps besides 0 (whose list is the queue's own name)
@@ -41,13 +40,7 @@ PRIORITIES = (3, 6, 9)  # kombu's default priority_steps besides 0 (whose list i
 def load_tasks() -> ModuleType:
     """tasks.py, named `tasks` as the worker imports it; not put in sys.modules (the suite's process may
     load other targets)."""
-    path = Path(__file__).with_name("tasks.py")
-    spec = importlib.util.spec_from_file_location("tasks", path)
-    if spec is None or spec.loader is None:
-        raise HarnessError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(Path(__file__).with_name("tasks.py"), "tasks", "celery_redis tasks.py")
 
 
 def decode(message: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -26,7 +26,6 @@ stopped, when every unacknowledged delivery has been requeued.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
 from pathlib import Path
@@ -36,19 +35,13 @@ from typing import Any, ClassVar
 import pika
 import pika.exceptions
 
-from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState
+from chaos import Backend, Contract, Endpoint, Job, JobState, load_module
 
 NOT_FOUND = 404  # AMQP's reply code for a queue the broker does not have
 
 
 def load_tasks() -> ModuleType:
-    path = Path(__file__).with_name("tasks.py")
-    spec = importlib.util.spec_from_file_location("dramatiq_rabbitmq_tasks", path)
-    if spec is None or spec.loader is None:
-        raise HarnessError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(Path(__file__).with_name("tasks.py"), "dramatiq_rabbitmq_tasks", "dramatiq_rabbitmq tasks.py")
 
 
 class Control:

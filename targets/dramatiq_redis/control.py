@@ -19,7 +19,6 @@ active: claimed, then pending, then dead.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -27,7 +26,7 @@ from typing import Any, ClassVar
 
 import redis
 
-from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState, KeepsNoCompletions
+from chaos import Backend, Contract, Endpoint, Job, JobState, KeepsNoCompletions, load_module
 
 READ_ALL = """
 local ns = ARGV[1]
@@ -44,13 +43,7 @@ RANK = {"claimed": 3, "pending": 2, "dead": 1}
 
 
 def load_tasks() -> ModuleType:
-    path = Path(__file__).with_name("tasks.py")
-    spec = importlib.util.spec_from_file_location("dramatiq_redis_tasks", path)
-    if spec is None or spec.loader is None:
-        raise HarnessError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(Path(__file__).with_name("tasks.py"), "dramatiq_redis_tasks", "dramatiq_redis tasks.py")
 
 
 def pairs(flat: list[Any]) -> dict[str, str]:

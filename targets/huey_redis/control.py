@@ -21,7 +21,6 @@ accepted or unknown.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
@@ -29,19 +28,13 @@ from typing import Any, ClassVar
 from huey.exceptions import TaskException
 from redis.exceptions import RedisError
 
-from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState
+from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState, load_module
 
 
 def load_tasks() -> ModuleType:
     """tasks.py, named `tasks` as the consumer imports it (huey registers a task by module and name). It is
     not put in sys.modules: the suite's process may load other targets."""
-    path = Path(__file__).with_name("tasks.py")
-    spec = importlib.util.spec_from_file_location("tasks", path)
-    if spec is None or spec.loader is None:
-        raise HarnessError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(Path(__file__).with_name("tasks.py"), "tasks", "huey_redis tasks.py")
 
 
 class Control:

@@ -17,7 +17,6 @@ procrastinate finishes a job itself after the task returned: the worker's ack sa
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
@@ -25,7 +24,7 @@ from typing import Any, ClassVar
 import procrastinate
 import psycopg
 
-from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState
+from chaos import Backend, Contract, Endpoint, Job, JobState, load_module
 
 DSN_VARIABLE = "CHAOS_POSTGRES_DSN"  # the variable a PostgreSQL worker reads its DSN from (probe-protocol.md)
 
@@ -44,13 +43,7 @@ FROM procrastinate_jobs j WHERE id = %s AND args->>'job' = %s"""
 def load_tasks() -> ModuleType:
     """tasks.py, named `tasks` as the worker imports it. Not put in sys.modules: the suite's process may
     load other targets."""
-    path = Path(__file__).with_name("tasks.py")
-    spec = importlib.util.spec_from_file_location("tasks", path)
-    if spec is None or spec.loader is None:
-        raise HarnessError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(Path(__file__).with_name("tasks.py"), "tasks", "procrastinate_pg tasks.py")
 
 
 class Control:

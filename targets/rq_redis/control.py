@@ -18,7 +18,6 @@ job's status, `finished` being RQ's word that the completion took effect.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
@@ -29,7 +28,7 @@ from rq import Callback, Queue, Retry
 from rq.job import Job as RQJob
 from rq.job import JobStatus
 
-from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState
+from chaos import Backend, Contract, Endpoint, HarnessError, Job, JobState, load_module
 
 PENDING = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
 DEAD = {JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED}
@@ -37,13 +36,7 @@ DEAD = {JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED}
 
 def load_names() -> ModuleType:
     """tasks_names.py, without putting it in sys.modules (the suite's process may load other targets)."""
-    path = Path(__file__).with_name("tasks_names.py")
-    spec = importlib.util.spec_from_file_location("rq_redis_tasks_names", path)
-    if spec is None or spec.loader is None:
-        raise HarnessError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(Path(__file__).with_name("tasks_names.py"), "rq_redis_tasks_names", "rq_redis tasks_names.py")
 
 
 class Control:
