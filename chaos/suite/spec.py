@@ -87,8 +87,9 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
                           f"among {', '.join(sorted(SUITE_KEYS))}.")
     listed = [_cell(entry, f"{where}, cell {number}") for number, entry in enumerate(_tables(raw, where), 1)]
     cells = [cell for group in listed for cell in group]
-    for part in _includes(raw, path, where, (*_including, path.resolve())):
-        cells += load_suite(part, _including=(*_including, path.resolve())).cells
+    including = (*_including, path.resolve())
+    for part in _includes(raw, path, where, including):
+        cells += load_suite(part, _including=including).cells
     plain = {(c.target, c.scenario) for c in cells if not c.params and not c.contract and not c.scenario_params}
     correct = raw.get("correct", [])
     if not isinstance(correct, list) or not all(isinstance(name, str) for name in correct):
