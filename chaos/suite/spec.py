@@ -6,7 +6,8 @@ known-answer matrix (targets/known_answers.toml):
 
     seeds = [1, 2, 3]            # or "1-3", or 1 (default: [1])
     repeat = 1                   # runs of each cell and seed; over 1, the report says whether they agreed
-    correct = ["pg_lease"]       # targets that pass every scenario (a pass cell for each one not listed)
+    correct = ["pg_lease"]       # targets that pass every scenario their backend's local provider takes
+                                 # (a pass cell for each one not listed)
 
     [[cell]]
     target = "pg_naive"
@@ -28,8 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.discovery import available_scenarios
+from chaos.backends.registry import provider
+from chaos.discovery import available_scenarios, find_scenario, find_target
 from chaos.errors import ConfigError
+from chaos.faults import KINDS as FAULT_KINDS
 from chaos.suite.cell import VERDICTS, Cell, Planned
 
 SUITE_FILE = "chaos.toml"
@@ -96,7 +99,7 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
         raise ConfigError(f"{where}: correct = {correct!r}; expected a list of target names, each of which passes "
                           "every scenario.")
     made = [Cell(target, scenario, listed=False) for target in correct for scenario in _all_scenarios()
-            if (target, scenario) not in plain]
+            if (target, scenario) not in plain and _local_provider_takes(target, scenario)]
     seen: dict[str, Cell] = {}
     for cell in cells:
         if cell.id in seen:
@@ -175,6 +178,15 @@ def _tables(raw: dict[str, Any], where: str) -> list[dict[str, Any]]:
 
 def _all_scenarios() -> list[str]:
     return sorted(available_scenarios())
+
+
+def _local_provider_takes(target: str, scenario: str) -> bool:
+    """Whether the target's backend, from the provider a run starts by default, offers every capability
+    the scenario's faults need: a server the suite cannot restart (an emulator without persistence) holds a
+    correct target to the scenarios it can run, and `chaos run` refuses the others with exit 2."""
+    capabilities = provider(find_target(target).backend, "local").capabilities
+    return all(FAULT_KINDS[kind].needs <= capabilities for kind in find_scenario(scenario).faults
+               if kind in FAULT_KINDS)
 
 
 def _cell(entry: dict[str, Any], where: str) -> list[Cell]:
