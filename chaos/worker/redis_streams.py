@@ -117,10 +117,16 @@ def claim_token(consumer: str, entry_id: str, deliveries: int) -> str:
     return f"{consumer}/{entry_id}/{deliveries}"
 
 
+def token_consumer(token: str) -> str | None:
+    """The consumer a claim token names (None for text that is no claim token)."""
+    parts = token.split("/")
+    return parts[0] if len(parts) == 3 else None
+
+
 def worker_of(consumer: str) -> str:
     """The suite's worker name in a consumer name (`w1:1f2e3d4c`: worker and process)."""
     return consumer.rpartition(":")[0] or consumer
 
 
 __all__ = ["ACK", "CLAIM", "EXTEND", "FAIL", "GROUP", "PLAIN_ACK", "StreamKeys", "claim_token", "stream_keys",
-           "worker_of"]
+           "token_consumer", "worker_of"]

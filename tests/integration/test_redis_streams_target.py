@@ -2,9 +2,10 @@
 
 The correct target recovers a killed consumer's entry the way Redis Streams does: another consumer's
 XAUTOCLAIM takes it once it has been idle for the lease (min-idle-time), and the delivery counter Redis
-raised on that claim is the attempt. The `ack=plain` variant sends the bare XACK Redis offers: Redis
-accepts it from a consumer whose entry another consumer has claimed since (XACK checks only that the
-entry is pending in the group, not for whom), and the verdict names it stale_ack_accepted."""
+raised on that claim is the attempt, as the server's own replication stream shows it (the observer). The
+`ack=plain` variant sends the bare XACK Redis offers: Redis accepts it from a consumer whose entry another
+consumer has claimed since (XACK checks only that the entry is pending in the group, not for whom), the
+server's record shows that completion, and the verdict names it stale_ack_accepted."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ def test_a_killed_consumers_entry_is_taken_by_xautoclaim_after_the_lease(tmp_pat
     # The same stream entry, now another consumer's, delivered a second time: the counter XAUTOCLAIM raised.
     assert second[1] == first[1] and second[0] != first[0] and claims[1].worker != held.worker
     assert (first[2], second[2]) == (1, 2) and [e.data["attempt"] for e in claims] == [1, 2]
+    # Redis's own record: the XCLAIM it replicated for the XAUTOCLAIM names the new consumer and counter 2.
+    recorded = [e for e in ledger if e.kind == events.QUEUE_CLAIM and e.job == held.job]
+    assert [(e.worker, e.data["token"]) for e in recorded] == [(e.worker, e.data["token"]) for e in claims]
+    assert verdict["evidence"] == {"claims": "queue", "completions": "queue"}
     # Not before the entry had been idle for the lease: XAUTOCLAIM's min-idle-time.
     (recovery,) = verdict["recovery"]["jobs"][held.job]
     assert 0.9 <= recovery <= verdict["contract"]["recovery_bound_s"], verdict["recovery"]
@@ -68,6 +73,11 @@ def test_redis_accepts_a_stale_consumers_plain_xack(tmp_path: Path) -> None:
     assert f"plain XACK of entry {entry_of(stale_token)[1]} by {entry_of(stale_token)[0]}: accepted" in log, log
     # ...leaving nothing pending for the new owner, whose own XACK then found nothing to acknowledge.
     assert acks[new]["data"]["ok"] is False
-    # The queue's own record agrees: the done hash names the stale claim's token.
+    # The queue's own record agrees: the server's replication stream shows the new consumer's claim, then
+    # the XACK that completed the entry for the stale claim, and the done hash names the stale claim's token.
+    recorded = [(e["kind"], e["worker"], e["data"]["token"]) for e in witness if e["kind"].startswith("queue.")]
+    assert recorded == [(events.QUEUE_CLAIM, stale, stale_token), (events.QUEUE_CLAIM, new, new_token),
+                        (events.QUEUE_COMPLETE, stale, stale_token)], recorded
+    assert not [a for a in verdict["anomalies"] if a["kind"] == "sources_disagree"], verdict["anomalies"]
     (snapshot,) = [e for e in witness if e["kind"] == events.SNAPSHOT]
     assert snapshot["data"]["state"] == "done" and snapshot["data"]["token"] == stale_token

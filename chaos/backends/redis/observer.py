@@ -20,12 +20,12 @@ import socket
 import threading
 import time
 import urllib.parse
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import redis
 
 from chaos.backends.base import Backend
-from chaos.backends.redis.replication import ListModel, ReplicationRefused, State, StreamParser, parse_state
+from chaos.backends.redis.replication import Change, ListModel, ReplicationRefused, StreamParser, parse_state
 from chaos.contract import Contract
 from chaos.errors import HarnessError
 from chaos.target import QueueRecord
@@ -53,6 +53,17 @@ end
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return state"""
 
+
+class ReplicaModel(Protocol):
+    """A key layout replayed from the stream (ListModel; chaos.backends.redis.streams.StreamModel)."""
+
+    stale: bool
+
+    def load(self, state: Any, infer: bool) -> list[Change]: ...
+
+    def apply(self, argv: list[bytes], replay: bool = True) -> list[Change]: ...
+
+
 BLIND = ("On a Redis server of yours the observer would attach as a replica, which sees every write of every "
          "application on it and copies its whole dataset; it reads the queue's record on the suite's own server "
          "only, so this run judges from the workers' probes alone.")
@@ -68,6 +79,7 @@ class ReplicaObserver:
 
     covers = frozenset({"claim", "complete", "release", "fail"})
     note = ""
+    sync_script: ClassVar[str] = SYNC  # a layout's own: it reads the state (KEYS, ARGV[1]) where ARGV[4] is '1'
 
     def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract) -> None:
         self.url = backend.endpoint.url
@@ -75,12 +87,12 @@ class ReplicaObserver:
         self.channel = self.keys.prefix + "chaos-observer"
         parts = urllib.parse.urlsplit(self.url)
         self.address = (parts.hostname or "127.0.0.1", parts.port or 6379)
-        self.model = ListModel(self.keys, int(parts.path.strip("/") or 0))
+        self.model = self._model(int(parts.path.strip("/") or 0))
         if backend.provider != "local":
             self.covers, self.note = frozenset(), BLIND
         self.client: redis.Redis = redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5,
                                                         decode_responses=True)
-        self.script = self.client.register_script(SYNC)
+        self.script = self.client.register_script(self.sync_script)
         self.errors: list[str] = []
         self._nonces = itertools.count(1)
         self._lock = threading.Condition()
@@ -120,14 +132,25 @@ class ReplicaObserver:
             self._thread.join(5)
         self.client.close()
 
+    # -- the layout (a subclass replays another: chaos.backends.redis.streams) ----------------------------
+
+    def _model(self, db: int) -> ReplicaModel:
+        return ListModel(self.keys, db)
+
+    def _state_call(self) -> tuple[list[str], str]:
+        """The sync script's KEYS and its ARGV[1]."""
+        return [self.keys.queue, self.keys.done, self.keys.dead], self.keys.processing_lists()
+
+    def _parse_state(self, reply: Any) -> Any:
+        return parse_state(reply, self.keys)
+
     # -- the stream --------------------------------------------------------------------------------------
 
     def _publish(self, state: bool) -> tuple[int, Any]:
         """Run the sync script: its nonce, and the state it read (with `state`)."""
         nonce = next(self._nonces)
-        keys = self.keys
-        reply = self.script(keys=[keys.queue, keys.done, keys.dead],
-                            args=[keys.processing_lists(), self.channel, str(nonce), "1" if state else "0"])
+        keys, arg = self._state_call()
+        reply = self.script(keys=keys, args=[arg, self.channel, str(nonce), "1" if state else "0"])
         return nonce, reply
 
     def _follow_forever(self) -> None:
@@ -151,7 +174,7 @@ class ReplicaObserver:
             sock.sendall(_command(b"SYNC"))
             sock.settimeout(POLL_S)
             parser = StreamParser()
-            pending: tuple[int, State] | None = None  # the state read at a nonce the stream has not passed yet
+            pending: tuple[int, Any] | None = None  # the state read at a nonce the stream has not passed yet
             acked, streaming = 0.0, False
             while not self._closed.is_set():
                 try:
@@ -170,7 +193,7 @@ class ReplicaObserver:
                     pending = self._take(argv, at, pending)
                 if parser.snapshot_done and pending is None and not self._in_step():
                     nonce, reply = self._publish(state=True)
-                    pending = (nonce, parse_state(reply, self.keys))
+                    pending = (nonce, self._parse_state(reply))
         finally:
             self._socket = None
             sock.close()
@@ -182,7 +205,7 @@ class ReplicaObserver:
         with self._lock:
             return self._reached > 0 and not self.model.stale
 
-    def _take(self, argv: list[bytes], at: float, pending: tuple[int, State] | None) -> tuple[int, State] | None:
+    def _take(self, argv: list[bytes], at: float, pending: tuple[int, Any] | None) -> tuple[int, Any] | None:
         """One command of the stream: a nonce of ours (the state to load at it, or a barrier passed), or a
         change to replay while the model is in step."""
         in_step = self._in_step()
