@@ -11,7 +11,9 @@ for this consumer with this delivery count, inside the same script as the write.
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
 
 from chaos import events
 
@@ -112,6 +114,18 @@ def stream_keys() -> StreamKeys:
     return StreamKeys(os.environ.get(events.ENV_NAMESPACE, ""))
 
 
+def job_of(fields: list[Any]) -> str | None:
+    """The suite's job id in a stream entry's flat fields (`job` holds chaos.worker.redis.entry's JSON), else
+    None."""
+    values = {fields[i]: fields[i + 1] for i in range(0, len(fields) - 1, 2)}  # zip(strict=) is 3.10's
+    try:
+        data = json.loads(values.get("job", ""))
+    except ValueError:
+        return None
+    job = data.get("id") if isinstance(data, dict) else None
+    return job if isinstance(job, str) else None
+
+
 def claim_token(consumer: str, entry_id: str, deliveries: int) -> str:
     """One claim: the consumer it was delivered to, the entry, and the delivery counter at that delivery."""
     return f"{consumer}/{entry_id}/{deliveries}"
@@ -128,5 +142,5 @@ def worker_of(consumer: str) -> str:
     return consumer.rpartition(":")[0] or consumer
 
 
-__all__ = ["ACK", "CLAIM", "EXTEND", "FAIL", "GROUP", "PLAIN_ACK", "StreamKeys", "claim_token", "stream_keys",
-           "token_consumer", "worker_of"]
+__all__ = ["ACK", "CLAIM", "EXTEND", "FAIL", "GROUP", "PLAIN_ACK", "StreamKeys", "claim_token", "job_of",
+           "stream_keys", "token_consumer", "worker_of"]

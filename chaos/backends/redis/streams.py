@@ -16,7 +16,6 @@ the entry from.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -24,7 +23,7 @@ from chaos.backends.base import Backend
 from chaos.backends.redis.observer import ReplicaModel, ReplicaObserver
 from chaos.backends.redis.replication import HARMLESS, Change
 from chaos.contract import Contract
-from chaos.worker.redis_streams import GROUP, StreamKeys, claim_token, token_consumer, worker_of
+from chaos.worker.redis_streams import GROUP, StreamKeys, claim_token, job_of, token_consumer, worker_of
 
 PEL_LIMIT = 100000  # more pending entries than any run makes
 # The sync script (chaos.backends.redis.observer.SYNC's frame) reading the group's state. KEYS: stream, done
@@ -54,17 +53,6 @@ class StreamState:
     pending: dict[str, tuple[str, int]] = field(default_factory=dict)
     done: dict[str, str] = field(default_factory=dict)
     dead: set[str] = field(default_factory=set)
-
-
-def job_of(fields: list[str]) -> str | None:
-    """The suite's job id in an entry's fields (`job` holds chaos.worker.redis.entry's JSON), else None."""
-    values = dict(zip(fields[::2], fields[1::2], strict=False))
-    try:
-        data = json.loads(values.get("job", ""))
-    except ValueError:
-        return None
-    job = data.get("id") if isinstance(data, dict) else None
-    return job if isinstance(job, str) else None
 
 
 def completer(token: str) -> str | None:
