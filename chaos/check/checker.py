@@ -78,6 +78,7 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         violations, anomalies = _from_the_queues_record(ledger, contract, covers, violations, anomalies)
     faults = fault_reports(run)
     verdict, notes = _verdict(run, violations, faults, outcomes, contract)
+    notes += _emulated(ledger)
     error = _harness_error(run)
     if error:
         verdict = "error"
@@ -107,6 +108,15 @@ def _from_the_queues_record(ledger: Sequence[Event], contract: Contract, covers:
                                             "shows no completion from a stale owner"})
     return (violations + [v for v in from_record if v.job not in by_probes],
             anomalies + [a for a in record_anomalies if a["kind"] != STALE or a["job"] not in by_probes])
+
+
+def _emulated(ledger: Sequence[Event]) -> list[str]:
+    """The server named as an emulator where its provider says it is one (backend.start's `emulator`): what
+    the run found is what that emulator does, which the service it imitates may not."""
+    emulators = sorted({str(e.data["emulator"]) for e in ledger if e.kind == events.BACKEND_START
+                        and e.data.get("emulator")})
+    return [f"the backend is an emulator, {name}: a finding here is a finding on {name}, not necessarily on the "
+            "service it imitates" for name in emulators]
 
 
 def _unsettled(history: JobHistory, contract: Contract) -> str:

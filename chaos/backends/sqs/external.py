@@ -1,0 +1,57 @@
+"""The external SQS provider: any SQS-compatible endpoint of yours (real SQS, ElasticMQ, LocalStack:
+--backend-url or CHAOS_SQS_URL), with the credentials and region of the standard AWS environment unless
+the URL carries them. The run creates its own queues there (jobs, dead letters, completion records) and
+deletes them at its end, or `chaos clean` does after a killed run; it touches no other queue."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import botocore.exceptions
+
+from chaos.backends.external import ExternalServer, mask_password
+from chaos.backends.sqs import ENV_URL
+from chaos.errors import ConfigError, HarnessError
+from chaos.worker.sqs import TRANSIENT, connect, error_code, queue_for, queue_names
+
+GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
+
+
+class ExternalSqs(ExternalServer):
+    kind: ClassVar[str] = "sqs"
+    name: ClassVar[str] = "SQS"
+    env_url: ClassVar[str] = ENV_URL
+    example_url: ClassVar[str] = "https://sqs.eu-west-1.amazonaws.com"
+    schemes: ClassVar[tuple[str, ...]] = ("http", "https")
+
+    namespace_for = staticmethod(queue_for)
+
+    def create_namespace(self) -> None:
+        """Create the run's queues (plain: the control sets their lease and redrive policy)."""
+        try:
+            client = connect(self.url)
+            for name in queue_names(self.namespace):
+                client.create_queue(QueueName=name)
+        except (*TRANSIENT, botocore.exceptions.ClientError) as exc:
+            raise ConfigError(f"Expected an SQS endpoint at {mask_password(self.url)} (from --backend-url or "
+                              f"{ENV_URL}) that lets the run create its queues, but got: {exc!r}. Check the "
+                              "address and the AWS credentials in the environment, or drop --backend external "
+                              "to let the suite start its own (moto) server.") from exc
+
+    def drop_namespace(self) -> None:
+        """Delete the run's queues, those that exist."""
+        try:
+            client = connect(self.url)
+            for name in queue_names(self.namespace):
+                try:
+                    client.delete_queue(QueueUrl=client.get_queue_url(QueueName=name)["QueueUrl"])
+                except botocore.exceptions.ClientError as exc:
+                    if error_code(exc) not in GONE:
+                        raise
+        except (*TRANSIENT, botocore.exceptions.ClientError) as exc:
+            raise HarnessError(f"could not delete the queues {', '.join(queue_names(self.namespace))} on "
+                               f"{mask_password(self.url)}; delete them by hand: {exc!r}") from exc
+
+    def url_at(self, host: str, port: int) -> str:
+        query = f"?{self.parts.query}" if self.parts.query else ""
+        return f"{self.parts.scheme}://{self.netloc_at(host, port)}/{query}"

@@ -1,0 +1,49 @@
+"""The local SQS provider: moto's standalone server (`python -m moto.server`), an emulator of SQS, run by
+the suite's own interpreter in the run dir. Its clients get fake credentials and a region through the URL,
+never the user's real ones. Every backend.start it records names it as an emulator with its version, and
+every verdict of a run on it says so: a finding on moto is a finding on moto."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+import urllib.error
+import urllib.request
+from typing import Any, ClassVar
+
+from chaos.backends.local_server import HOST, LocalServer
+from chaos.worker.sqs import DEFAULT_REGION, queue_for
+
+FAKE_CREDENTIALS = "chaos:chaos"  # moto checks none; a client must still sign its requests with something
+READY_TIMEOUT_S = 2.0
+
+
+def moto_version() -> str:
+    try:
+        return importlib.metadata.version("moto")
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown)"
+
+
+class LocalSqs(LocalServer):
+    kind: ClassVar[str] = "sqs"
+    name: ClassVar[str] = "SQS (moto)"
+    capabilities: ClassVar[frozenset[str]] = frozenset()  # in memory only: a restart would wipe every queue
+
+    namespace_for = staticmethod(queue_for)
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(self.port)]
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://{HOST}:{self.port}/moto-api/", timeout=READY_TIMEOUT_S) as reply:
+                return int(reply.status) == 200
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def url_at(self, host: str, port: int) -> str:
+        return f"http://{FAKE_CREDENTIALS}@{host}:{port}/?region={DEFAULT_REGION}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "emulator": f"moto {moto_version()}"}
