@@ -12,11 +12,12 @@ import pytest
 
 from chaos.backends.base import BackendSettings
 from chaos.backends.local_server import server_processes
+from chaos.backends.sqs.external import ExternalSqs
 from chaos.backends.sqs.local import LocalSqs
 from chaos.events import Record
 from chaos.ledger import read_events
 from chaos.leftovers import run_processes
-from chaos.worker.sqs import connect
+from chaos.worker.sqs import connect, queue_names
 from tests.integration.runner import chaos
 from tests.integration.test_interrupt import wait_gone
 from tests.integration.test_killed_runner_leaves_nothing import clean, kill, ledger_of, runner
@@ -85,4 +86,21 @@ def test_an_external_run_keeps_to_its_own_queues_and_deletes_them(tmp_path: Path
         assert made and made[0].startswith("chaos-")
         queues = [url.rsplit("/", 1)[-1] for url in client.list_queues().get("QueueUrls", [])]
         assert queues == ["users-queue"]
+        client.close()
+
+
+def test_a_killed_external_runs_queues_are_deleted_by_clean_from_its_journal(tmp_path: Path) -> None:
+    """What `chaos clean --backend-url` has of a runner killed before its backend.start: the prepare alone."""
+    with LocalSqs.open(BackendSettings(tmp_path / "moto", "users-server")) as server:
+        started: list[Record] = []
+        external = ExternalSqs.open(BackendSettings(Path("/nonexistent"), "run-3", server.endpoint.url,
+                                                    on_event=started.append))
+        client = connect(server.endpoint.url)
+        client.create_queue(QueueName="users-queue")
+        listed = sorted(url.rsplit("/", 1)[-1] for url in client.list_queues()["QueueUrls"])
+        assert listed == sorted([*queue_names("chaos-run-3"), "users-queue"])
+        done, said = ExternalSqs.clean_after_killed_run(started[0].data, tmp_path, server.endpoint.url)
+        assert done and said.startswith("removed its SQS namespace chaos-run-3 on http://chaos:***@"), said
+        assert [url.rsplit("/", 1)[-1] for url in client.list_queues()["QueueUrls"]] == ["users-queue"]
+        external.close()  # its queues are gone already: nothing to delete, no error
         client.close()
