@@ -20,8 +20,10 @@ from chaos import events
 GROUP = "workers"
 
 # Whether `id` is pending for consumer ARGV[3] with delivery count ARGV[4] (ARGV[1] the group, ARGV[2] the id).
+# A stream that is gone (a server restarted without persistence) has nothing pending, nor its group.
 _OWNED = """
 local function owned()
+  if redis.call('EXISTS', KEYS[1]) == 0 then return false end
   local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1, ARGV[3])
   return #p == 1 and tonumber(p[1][4]) == tonumber(ARGV[4])
 end
@@ -31,8 +33,9 @@ end
 # First XAUTOCLAIM an entry idle past the lease (its delivery counter grows: the attempt); one delivered
 # more than max_attempts times is dead-lettered instead (copied to the dead stream and acknowledged, in
 # this script). Else a new entry (XREADGROUP >). Returns {id, entry, deliveries}, {'dead', id, deliveries}
-# or nil.
+# or nil (also when the stream is gone: a server restarted without persistence forgot it and its group).
 CLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
 if ARGV[5] == '1' then
   local cursor = '0-0'
   repeat

@@ -12,10 +12,13 @@ from chaos.worker.redis import entry
 from chaos.worker.redis_streams import GROUP, StreamKeys, job_of, worker_of
 
 PEL_LIMIT = 100000  # more pending entries than any run makes
-# KEYS: stream, done hash, dead stream; ARGV: group, PEL limit.
+# KEYS: stream, done hash, dead stream; ARGV: group, PEL limit. A stream without its group (a server restarted
+# without persistence forgot both) has nothing pending.
 READ_ALL = """
-return {redis.call('XRANGE', KEYS[1], '-', '+'), redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', ARGV[2]),
-        redis.call('HGETALL', KEYS[2]), redis.call('XRANGE', KEYS[3], '-', '+')}"""
+local pel = redis.pcall('XPENDING', KEYS[1], ARGV[1], '-', '+', ARGV[2])
+if pel['err'] then pel = {} end
+return {redis.call('XRANGE', KEYS[1], '-', '+'), pel, redis.call('HGETALL', KEYS[2]),
+        redis.call('XRANGE', KEYS[3], '-', '+')}"""
 
 
 class Control(RedisQueueControl):
