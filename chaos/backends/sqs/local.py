@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
-import urllib.error
 import urllib.request
 from typing import Any, ClassVar
 
@@ -15,7 +14,7 @@ from chaos.backends.local_server import HOST, LocalServer
 from chaos.worker.sqs import DEFAULT_REGION, queue_for
 
 FAKE_CREDENTIALS = "chaos:chaos"  # moto checks none; a client must still sign its requests with something
-READY_TIMEOUT_S = 2.0
+PROBE_TIMEOUT_S = 2.0  # one readiness request's
 
 
 def moto_version() -> str:
@@ -37,9 +36,9 @@ class LocalSqs(LocalServer):
 
     def ready(self) -> bool:
         try:
-            with urllib.request.urlopen(f"http://{HOST}:{self.port}/moto-api/", timeout=READY_TIMEOUT_S) as reply:
+            with urllib.request.urlopen(f"http://{HOST}:{self.port}/moto-api/", timeout=PROBE_TIMEOUT_S) as reply:
                 return int(reply.status) == 200
-        except (OSError, urllib.error.URLError):
+        except OSError:  # refused while it starts (urllib's URLError is an OSError)
             return False
 
     def url_at(self, host: str, port: int) -> str:
