@@ -54,6 +54,16 @@ def test_scenarios_all_and_correct_targets_cover_every_scenario(tmp_path: Path) 
     assert all(not c.listed for c in suite.cells if c.target == "pg_lease")
 
 
+def test_a_correct_target_gets_no_cell_for_a_scenario_its_local_provider_refuses(tmp_path: Path) -> None:
+    """moto keeps its queues in memory: the sqs kind's local provider cannot restart it, so a correct SQS
+    target is held to every scenario but the one that restarts the backend (which `chaos run` refuses)."""
+    suite = load_suite(write(tmp_path, 'correct = ["sqs_visibility", "pg_lease"]\n'))
+    made = {target: sorted(c.scenario for c in suite.cells if c.target == target) for target in ("sqs_visibility",
+                                                                                                   "pg_lease")}
+    assert made["pg_lease"] == bundled_scenarios()
+    assert made["sqs_visibility"] == [s for s in bundled_scenarios() if s != "restart_backend_during_recovery"]
+
+
 def test_pyproject_tool_chaos_is_a_suite_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path, '[project]\nname = "x"\n[tool.chaos]\nseeds = [4, 5]\n[[tool.chaos.cell]]\ntarget = "pg_lease"\n'
                     'scenario = "no_faults"\n', "pyproject.toml")
