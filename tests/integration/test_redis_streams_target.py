@@ -48,9 +48,9 @@ def test_a_killed_consumers_entry_is_taken_by_xautoclaim_after_the_lease(tmp_pat
     assert [(e.worker, e.data["token"]) for e in recorded] == [(e.worker, e.data["token"]) for e in claims]
     assert verdict["evidence"] == {"claims": "queue", "completions": "queue"}
     # Not before the entry had been idle for the lease (XAUTOCLAIM's min-idle-time) since the owner's last
-    # extension, at most heartbeat_s before the kill.
+    # extension (one heartbeat period before the kill, two on a loaded machine).
     (recovery,) = verdict["recovery"]["jobs"][held.job]
-    assert 0.75 <= recovery <= verdict["contract"]["recovery_bound_s"], verdict["recovery"]
+    assert 0.5 <= recovery <= verdict["contract"]["recovery_bound_s"], verdict["recovery"]
     assert verdict["jobs"][held.job] == "redelivered" and verdict["counts"]["lost"] == 0
 
 
