@@ -23,8 +23,10 @@ import botocore.exceptions
 
 from chaos import events
 
-# Refused, timed out, reset: the request's outcome is unknown. A ClientError is the endpoint's answer.
-TRANSIENT = (botocore.exceptions.BotoCoreError,)
+# Refused, timed out, reset (connect and read timeouts, closed connections): the request's outcome is
+# unknown. A ClientError is the endpoint's answer; any other BotoCoreError (no credentials, no region, a
+# bad parameter) is a mistake no retry mends.
+TRANSIENT = (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError)
 WAIT_S = 1  # a receive's long poll: how long it waits for a message before the loop looks at its stop flag
 CONNECT_TIMEOUT_S = 2.0
 READ_TIMEOUT_S = WAIT_S + 2.0  # longer than a long poll

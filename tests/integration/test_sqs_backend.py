@@ -46,6 +46,20 @@ def test_a_scenario_that_restarts_the_backend_is_refused_on_moto(tmp_path: Path)
     assert "Traceback" not in result.stderr
 
 
+def test_a_missing_moto_server_is_a_config_error(tmp_path: Path) -> None:
+    """An interpreter without moto's server: a `moto` package shadowing the real one has no `moto.server`."""
+    shim = tmp_path / "shim"
+    (shim / "moto").mkdir(parents=True)
+    (shim / "moto" / "__init__.py").write_text("")
+    result = chaos("run", "--target", "sqs_visibility", "--scenario", "no_faults", "--seed", "1",
+                   "--runs-dir", str(tmp_path / "runs"), env={"PYTHONPATH": str(shim)})
+    assert result.code == 2, result.stdout + result.stderr
+    assert "pip install 'moto[server]==5.2.6'" in result.stderr
+    assert "Traceback" not in result.stderr
+    if result.dir is not None:
+        assert not run_processes(result.dir)
+
+
 def test_a_killed_runs_moto_server_is_swept_by_its_marker(tmp_path: Path) -> None:
     """What `chaos clean` does with a run's backend.prepare alone: here the server outlives the caller's
     record of it (its parent, this test, is alive)."""

@@ -26,7 +26,8 @@ from chaos.target import Job, JobState, KeepsNoCompletions
 from chaos.worker.sqs import connect, queue_names
 
 BATCH = 10  # SQS's most messages per receive, and per batch request
-HIDE_S = 30  # how long the snapshot hides each dead letter while it reads the queue to its end
+HIDE_S = 30  # how long the snapshot hides each message it receives while it reads the queue to its end
+LONG_POLL_S = 1  # a receive's wait for messages when a short poll found none but the counts say some remain
 COUNTS = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed")
 
 
@@ -86,34 +87,44 @@ class SqsQueueControl(KeepsNoCompletions):
 
     def _read_completions(self) -> None:
         """Take every completion record (this control is their only reader: it keeps them, and deletes them)."""
-        while True:
-            messages = self.client.receive_message(QueueUrl=self.urls[2], MaxNumberOfMessages=BATCH,
-                                                   VisibilityTimeout=HIDE_S).get("Messages", [])
-            if not messages:
-                return
-            for message in messages:
-                record = json.loads(message["Body"])
-                self.done.setdefault(str(record["id"]), str(record["token"]))
+        messages = self._receive_all(self.urls[2])
+        for message in messages:
+            record = json.loads(message["Body"])
+            self.done.setdefault(str(record["id"]), str(record["token"]))
+        for start in range(0, len(messages), BATCH):
             self.client.delete_message_batch(QueueUrl=self.urls[2], Entries=[
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                for i, m in enumerate(messages[start:start + BATCH])])
 
     def _dead_letters(self) -> set[str]:
         """Every job in the dead-letter queue; each is visible there again after."""
-        found: set[str] = set()
-        handles: list[str] = []
-        while True:
-            messages = self.client.receive_message(QueueUrl=self.urls[1], MaxNumberOfMessages=BATCH,
-                                                   VisibilityTimeout=HIDE_S).get("Messages", [])
-            if not messages:
-                break
-            for message in messages:
-                found.add(str(json.loads(message["Body"])["id"]))
-                handles.append(str(message["ReceiptHandle"]))
-        for start in range(0, len(handles), BATCH):
+        messages = self._receive_all(self.urls[1])
+        for start in range(0, len(messages), BATCH):
             self.client.change_message_visibility_batch(QueueUrl=self.urls[1], Entries=[
-                {"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": 0}
-                for i, handle in enumerate(handles[start:start + BATCH])])
-        return found
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                for i, m in enumerate(messages[start:start + BATCH])])
+        return {str(json.loads(m["Body"])["id"]) for m in messages}
+
+    def _receive_all(self, url: str) -> list[dict[str, Any]]:
+        """Every visible message of one of the control's own queues, each hidden for HIDE_S. A short poll
+        samples only some of SQS's servers and may return nothing while messages exist: an empty one ends
+        the read only if the queue's count of visible messages is 0 too, else a long poll has the last word
+        (on moto the count is exact, so no snapshot waits out a long poll there)."""
+        messages: list[dict[str, Any]] = []
+        wait_s = 0
+        while True:
+            batch = self.client.receive_message(QueueUrl=url, MaxNumberOfMessages=BATCH, VisibilityTimeout=HIDE_S,
+                                                WaitTimeSeconds=wait_s).get("Messages", [])
+            messages += batch
+            if batch:
+                continue
+            if wait_s or not self._visible(url):
+                return messages
+            wait_s = LONG_POLL_S
+
+    def _visible(self, url: str) -> int:
+        counts = self.client.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        return int(counts["Attributes"].get("ApproximateNumberOfMessages", 0))
 
     def close(self) -> None:
         self.client.close()

@@ -12,9 +12,11 @@ import botocore.exceptions
 from chaos.backends.external import ExternalServer, mask_password
 from chaos.backends.sqs import ENV_URL
 from chaos.errors import ConfigError, HarnessError
-from chaos.worker.sqs import TRANSIENT, connect, error_code, queue_for, queue_names
+from chaos.worker.sqs import connect, error_code, queue_for, queue_names
 
 GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
+# Unreachable, refused, or no usable credentials or region: none of it lets the run use the endpoint.
+REFUSALS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError)
 
 
 class ExternalSqs(ExternalServer):
@@ -28,18 +30,23 @@ class ExternalSqs(ExternalServer):
 
     def create_namespace(self) -> None:
         """Create the run's queues (plain: the control sets their lease and redrive policy)."""
+        client = None
         try:
             client = connect(self.url)
             for name in queue_names(self.namespace):
                 client.create_queue(QueueName=name)
-        except (*TRANSIENT, botocore.exceptions.ClientError) as exc:
+        except REFUSALS as exc:
             raise ConfigError(f"Expected an SQS endpoint at {mask_password(self.url)} (from --backend-url or "
                               f"{ENV_URL}) that lets the run create its queues, but got: {exc!r}. Check the "
                               "address and the AWS credentials in the environment, or drop --backend external "
                               "to let the suite start its own (moto) server.") from exc
+        finally:
+            if client is not None:
+                client.close()
 
     def drop_namespace(self) -> None:
         """Delete the run's queues, those that exist."""
+        client = None
         try:
             client = connect(self.url)
             for name in queue_names(self.namespace):
@@ -48,9 +55,12 @@ class ExternalSqs(ExternalServer):
                 except botocore.exceptions.ClientError as exc:
                     if error_code(exc) not in GONE:
                         raise
-        except (*TRANSIENT, botocore.exceptions.ClientError) as exc:
+        except REFUSALS as exc:
             raise HarnessError(f"could not delete the queues {', '.join(queue_names(self.namespace))} on "
                                f"{mask_password(self.url)}; delete them by hand: {exc!r}") from exc
+        finally:
+            if client is not None:
+                client.close()
 
     def url_at(self, host: str, port: int) -> str:
         query = f"?{self.parts.query}" if self.parts.query else ""

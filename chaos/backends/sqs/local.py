@@ -6,11 +6,13 @@ every verdict of a run on it says so: a finding on moto is a finding on moto."""
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import sys
 import urllib.request
 from typing import Any, ClassVar
 
 from chaos.backends.local_server import HOST, LocalServer
+from chaos.errors import ConfigError
 from chaos.worker.sqs import DEFAULT_REGION, queue_for
 
 FAKE_CREDENTIALS = "chaos:chaos"  # moto checks none; a client must still sign its requests with something
@@ -32,6 +34,11 @@ class LocalSqs(LocalServer):
     namespace_for = staticmethod(queue_for)
 
     def argv(self) -> list[str]:
+        if importlib.util.find_spec("moto") is None or importlib.util.find_spec("moto.server") is None:
+            raise ConfigError(f"The local SQS backend runs moto's server (`python -m moto.server`) with this "
+                              f"interpreter ({sys.executable}), but moto's server is not installed for it. "
+                              "Install it with `pip install 'moto[server]==5.2.6'` (or run ci/setup.sh), or "
+                              "use --backend external with an SQS endpoint of yours.")
         return [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(self.port)]
 
     def ready(self) -> bool:
