@@ -9,7 +9,9 @@ itself by its lease: the server's AckWait starts no sooner than the pull request
 left, so until that time plus AckWait the delivery is still this execution's. Nothing is sent for a
 delivery with less than fence_margin_s of that lease left (the watchdog stops its handler), and a reply
 that comes after the lease ended cannot tell whether it landed before the redelivery: its outcome is
-unknown. `fence = "none"` drops the fence and trusts the server's reply, as a plain JetStream worker does.
+unknown. A lease holds only on the connection that took the delivery: a server that crashed meanwhile
+may have forgotten it. `fence = "none"` drops the fence and trusts the server's reply, as a plain JetStream
+worker does.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def command(client: JetStream, msg: Any, lease: Lease, verb: bytes) -> bool | No
     except TRANSIENT as exc:
         log(f"{verb.decode()} of {msg.reply} got no reply: {exc!r}")
         return None
-    return lease.answered()
+    return True if lease.answered() else None
 
 
 def extend(client: JetStream, msg: Any, lease: Lease) -> bool:

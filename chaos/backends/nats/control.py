@@ -9,10 +9,10 @@ dead-letter advisory (MAX_DELIVERIES, MSG_TERMINATED) dead, and one in neither a
 hence `shows_deliveries = False`. The final snapshot runs after every worker stopped.
 
 The consumer, not the stream, decides what is delivered again: after a crash (SIGKILL) nats-server 2.9
-recovers a file stream without the deletes of its last acks (written behind, every two minutes) while the
-consumer's acks were already on disk, so the stream holds messages its consumer will never deliver again.
-Such a message, at or below the consumer's ack floor, or delivered while the consumer holds nothing
-unacknowledged, is done (`kept_by_stream` in its detail), not pending.
+recovers a file stream without the deletes of its last acks (written behind: still missing 3 s after
+them) while the consumer's acks were already on disk, so the stream holds messages its consumer will
+never deliver again. Such a message, at or below the consumer's ack floor, or delivered while the
+consumer holds nothing unacknowledged, is done (`kept_by_stream` in its detail), not pending.
 """
 
 from __future__ import annotations
