@@ -1,6 +1,7 @@
 """The NATS providers against real nats-servers: a crash keeps what the stream's storage keeps, a runner
 SIGKILLed mid-run leaves nothing of its server after `chaos clean`, an external run keeps to its own
-streams and deletes them, and a missing nats-server is a one-paragraph error naming its Debian package."""
+streams and deletes them (or `chaos clean` does, after its runner was killed), and a missing nats-server is
+a one-paragraph error naming its Debian package."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from nats.js.api import StreamConfig
 from chaos import NatsQueueControl
 from chaos.backends.base import BackendSettings
 from chaos.backends.local_server import server_processes
+from chaos.backends.nats.external import ExternalNats
 from chaos.backends.nats.local import LocalNats
 from chaos.contract import Contract
-from chaos.events import Event
+from chaos.events import Event, Record
 from chaos.target import Job
 from chaos.worker.nats import JetStream
 from tests.integration.runner import chaos
@@ -83,6 +85,24 @@ def test_an_external_nats_run_keeps_to_its_own_streams_and_deletes_them(tmp_path
         assert result.code == 0, result.stdout + result.stderr
         assert result.verdict["counts"]["completed"] == result.verdict["counts"]["enqueued"] > 0
         assert streams(server.endpoint.url) == ["users"]
+
+
+def test_clean_deletes_the_streams_of_an_external_run_whose_runner_was_killed(tmp_path: Path) -> None:
+    """What `chaos clean --backend-url` does for it: the ledger's backend.prepare names the run's stream."""
+    with LocalNats.open(BackendSettings(tmp_path / "users-server", "users")) as server:
+        started: list[Record] = []
+        external = ExternalNats.open(BackendSettings(Path("/nonexistent"), "run-4", server.endpoint.url,
+                                                     on_event=started.append))
+        control = NatsQueueControl(external, {}, CONTRACT)
+        try:
+            control.setup()
+            control.enqueue([Job("job-0001")])
+        finally:
+            control.close()
+        assert streams(server.endpoint.url) == ["chaos-run-4", "chaos-run-4-dead"]
+        done, said = ExternalNats.clean_after_killed_run(started[0].data, tmp_path, server.endpoint.url)
+        assert done and said == f"removed its NATS namespace chaos-run-4 on {server.endpoint.url}"
+        assert streams(server.endpoint.url) == []
 
 
 def test_a_missing_nats_server_names_its_package(tmp_path: Path) -> None:
