@@ -18,8 +18,11 @@ _EXPORTS = {
     "TableQueueControl": "chaos.backends.postgres.control", "RedisQueueControl": "chaos.backends.redis.control",
     "TriggerObserver": "chaos.backends.postgres.observer", "Observer": "chaos.target", "QueueRecord": "chaos.target",
     "ReplicaObserver": "chaos.backends.redis.observer", "FirehoseObserver": "chaos.backends.rabbitmq.observer",
+    "StreamObserver": "chaos.backends.redis.streams",
     "BeanstalkdQueueControl": "chaos.backends.beanstalkd.control",
     "RabbitMQQueueControl": "chaos.backends.rabbitmq.control",
+    "NatsQueueControl": "chaos.backends.nats.control",
+    "SqsQueueControl": "chaos.backends.sqs.control",
     "load_module": "chaos.usercode",  # a control loading its folder's other modules (tasks.py) by name
     # inside a worker process
     "probe": "chaos.worker.probe",
@@ -38,9 +41,10 @@ _MODULES = {"probe"}  # exported as modules, not as a name inside one
 
 __all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Context", "Contract", "Control",
            "Endpoint", "Event", "FirehoseObserver", "Gate", "HarnessError", "HeldProbe", "Job", "JobState",
-           "KeepsNoCompletions", "Ledger",
+           "KeepsNoCompletions", "Ledger", "NatsQueueControl",
            "NotExercised", "Observer", "QueueRecord", "RabbitMQQueueControl", "RedisQueueControl", "ReplicaObserver",
-           "Run", "RunOptions", "RunResult", "Scenario", "TableQueueControl", "Target", "TriggerObserver", "Verdict",
+           "Run", "RunOptions", "RunResult", "Scenario", "SqsQueueControl", "StreamObserver", "TableQueueControl",
+           "Target", "TriggerObserver", "Verdict",
            "Violation", "check", "find_scenario", "find_target", "judge", "load_module", "probe", "read_events",
            "run_scenario"]
 
@@ -62,12 +66,15 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from chaos.backends.base import Backend, Endpoint
     from chaos.backends.beanstalkd.control import BeanstalkdQueueControl
+    from chaos.backends.nats.control import NatsQueueControl
     from chaos.backends.postgres.control import TableQueueControl
     from chaos.backends.postgres.observer import TriggerObserver
     from chaos.backends.rabbitmq.control import RabbitMQQueueControl
     from chaos.backends.rabbitmq.observer import FirehoseObserver
     from chaos.backends.redis.control import RedisQueueControl
     from chaos.backends.redis.observer import ReplicaObserver
+    from chaos.backends.redis.streams import StreamObserver
+    from chaos.backends.sqs.control import SqsQueueControl
     from chaos.check.checker import check, judge
     from chaos.check.verdict import Verdict, Violation
     from chaos.contract import Contract

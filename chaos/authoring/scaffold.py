@@ -49,7 +49,9 @@ def new_target(name: str, kind: str, parent: Path) -> Path:
     template = reference_target(kind)
     source = bundled("targets") / template
     try:
-        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        # The code only: the template's README tells its own findings, which are not the new target's.
+        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache",
+                                                                      "README.md"))
     except OSError as exc:
         shutil.rmtree(folder, ignore_errors=True)
         raise ConfigError(f"Cannot write {folder} ({exc.strerror or exc}); --dir must be a writable "

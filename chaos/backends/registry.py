@@ -18,6 +18,8 @@ KINDS: dict[str, str] = {
     "redis": "chaos.backends.redis",
     "beanstalkd": "chaos.backends.beanstalkd",
     "rabbitmq": "chaos.backends.rabbitmq",
+    "nats": "chaos.backends.nats",
+    "sqs": "chaos.backends.sqs",
 }
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import botocore.exceptions
 
-from chaos import events, probe
+from chaos import probe
 from chaos.worker import JobFailed, WorkerSettings, log, retrying, run_handler, serve_jobs, settings, stop_flag
 from chaos.worker.sqs import TRANSIENT, WAIT_S, connect, error_code, queue_names, queue_url
 
@@ -178,7 +178,7 @@ def process(client: Any, urls: tuple[str, str], cfg: WorkerSettings, received: R
         return
     ok, said = answer
     log(f"{job}: {said}")
-    probe.send(events.ACK, job, token=token, ok=ok, endpoint=said)  # probe.ack, with the endpoint's answer
+    probe.send("ack", job, token=token, ok=ok, endpoint=said)  # probe.ack, with the endpoint's answer
     if ok:
         record(client, urls[1], job, token)
 

@@ -17,6 +17,7 @@ def new(tmp_path: Path, name: str, kind: str) -> Path:
     assert result.code == 0, result.stdout + result.stderr
     folder = tmp_path / "targets" / name
     assert (folder / "target.toml").read_text().count(f'name = "{name}"') == 1
+    assert not (folder / "README.md").exists(), "the template's README tells its own findings, not the new target's"
     return folder
 
 

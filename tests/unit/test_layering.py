@@ -14,13 +14,18 @@ import pytest
 import chaos
 import chaos.worker
 import chaos.worker.beanstalkd
+import chaos.worker.nats
 import chaos.worker.postgres
 import chaos.worker.rabbitmq
 import chaos.worker.redis
+import chaos.worker.redis_streams
+import chaos.worker.sqs
 from chaos.discovery import bundled
 
 PACKAGE = Path(chaos.__file__).parent
-WORKER_HELPERS = (chaos.worker.postgres, chaos.worker.redis, chaos.worker.beanstalkd, chaos.worker.rabbitmq)
+WORKER_HELPERS = (chaos.worker.postgres, chaos.worker.redis, chaos.worker.redis_streams, chaos.worker.beanstalkd,
+                  chaos.worker.rabbitmq, chaos.worker.nats,
+                  chaos.worker.sqs)
 PUBLIC = {"chaos": set(chaos.__all__), "chaos.worker": set(chaos.worker.__all__),
           **{helper.__name__: set(helper.__all__) for helper in WORKER_HELPERS}}
 # What runs inside a worker process, or is imported by it: it must parse on the oldest Python a queue uses.
