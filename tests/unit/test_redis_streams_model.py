@@ -74,3 +74,21 @@ def test_the_state_read_after_a_restart_gives_what_the_stream_did_not_show() -> 
     feed(m, xclaim("w1:a", 1, 1000))
     reply = [[[ENTRY, ["job", job("job-1")]]], [[ENTRY, "w2:b", 5, 2]], [], []]
     assert m.load(parse_state(reply), infer=True) == [Change("claim", "job-1", "w2", f"w2:b/{ENTRY}/2")]
+
+
+def test_a_job_claimed_and_acknowledged_while_the_stream_was_not_followed_shows_its_claim_first() -> None:
+    """A restart's gap can hold a whole execution: the done record names the claim the ack script acted
+    for, which the record must show before the completion (else that completion reads as a stale owner's)."""
+    m = model()
+    token = f"w3:c/{ENTRY}/1"
+    reply = [[[ENTRY, ["job", job("job-1")]]], [], ["job-1", token], []]
+    assert m.load(parse_state(reply), infer=True) == [Change("claim", "job-1", "w3", token),
+                                                       Change("complete", "job-1", "w3", token)]
+
+
+def test_a_completion_of_the_claim_the_model_saw_is_not_claimed_again() -> None:
+    m = model()
+    feed(m, xclaim("w1:a", 1, 1000))
+    token = f"w1:a/{ENTRY}/1"
+    reply = [[[ENTRY, ["job", job("job-1")]]], [], ["job-1", token], []]
+    assert m.load(parse_state(reply), infer=True) == [Change("complete", "job-1", "w1", token)]

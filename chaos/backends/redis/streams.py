@@ -104,7 +104,12 @@ class StreamModel:
             before, after = old.pending.get(entry_id), new.pending.get(entry_id)
             gone_from = worker_of(before[0]) if before is not None and after is None else None
             if job in new.done and job not in old.done:
-                changes.append(Change("complete", job, completer(new.done[job]), new.done[job]))
+                token = new.done[job]
+                if before is None or claim_token(before[0], entry_id, before[1]) != token:
+                    # claimed and acknowledged while the stream was not followed: the ack script wrote its
+                    # done record only while that claim held, so the record names a claim the group made
+                    changes.append(Change("claim", job, completer(token), token))
+                changes.append(Change("complete", job, completer(token), token))
             elif job in new.dead and job not in old.dead:
                 changes.append(Change("fail", job, gone_from))
             elif after is not None and (before is None or before[0] != after[0] or after[1] > before[1]):
