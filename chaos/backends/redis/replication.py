@@ -156,22 +156,70 @@ HARMLESS = {"SET", "PEXPIREAT", "EXPIREAT", "PEXPIRE", "EXPIRE", "PERSIST", "HIN
             "SETNX"}
 
 
-class ListModel:
+class ReplayedLayout:
+    """What every key layout replayed from the stream follows alike: the database a command acts on
+    (SELECT), the transaction it belongs to (MULTI/EXEC) and a flush of its database. A layout says how
+    its own writes change it (`_write`), what an empty one is (`_flush`) and what it remembers for the
+    length of one transaction (`_end_transaction`). `stale` says a write it cannot replay touched its
+    keys: the caller reads the state again (`load`)."""
+
+    def __init__(self, db: int) -> None:
+        self.db = db
+        self.stale = False
+        self._selected = -1
+        self._in_multi = False
+
+    def apply(self, argv: list[bytes], replay: bool = True) -> list[Change]:
+        """One replicated command: the ownership changes it made. Without `replay` (the model is out of
+        step until its next `load`) only the selected database and the transaction are followed."""
+        if not argv:
+            return []
+        name = argv[0].decode(errors="replace").upper()
+        args = [part.decode("utf-8", errors="surrogateescape") for part in argv[1:]]
+        if name == "SELECT":
+            self._selected = int(args[0])
+            return []
+        if name in ("MULTI", "EXEC", "DISCARD"):
+            self._in_multi = name == "MULTI"
+            self._end_transaction()
+            return []
+        if not replay:
+            return []
+        if name == "FLUSHALL" or (name == "FLUSHDB" and self._selected == self.db):
+            self._flush()
+            return []
+        if self._selected != self.db:
+            return []
+        changes = self._write(name, args)
+        if not self._in_multi:
+            self._end_transaction()
+        return changes
+
+    def _write(self, name: str, args: list[str]) -> list[Change]:
+        """The changes one write to the model's database made."""
+        raise NotImplementedError
+
+    def _flush(self) -> None:
+        """Its database was emptied."""
+        raise NotImplementedError
+
+    def _end_transaction(self) -> None:
+        """Forget what only the current transaction needed."""
+        raise NotImplementedError
+
+
+class ListModel(ReplayedLayout):
     """The processing-list layout of chaos.worker.redis.Keys, replayed from the stream: the queue, one
     processing list per worker process (named `<worker>:<process>`), the done hash (job -> the completing
     claim's token) and the dead set. A move from the queue into a processing list is a claim by that
     list's worker; its removal from the list together with the job's done entry a completion (with the
     dead set: a failure; pushed back on the queue: a release, as is a move from a processing list back to
-    the queue), each naming the worker whose list it left. `stale` says a write the model cannot replay
-    touched its keys: the caller reads the state again (`load`)."""
+    the queue), each naming the worker whose list it left."""
 
     def __init__(self, keys: Keys, db: int) -> None:
+        super().__init__(db)
         self.keys = keys
-        self.db = db
         self.state = State()
-        self.stale = False
-        self._selected = -1
-        self._in_multi = False
         self._left: dict[str, str] = {}  # job -> the processing identity it was removed from, in this transaction
         self._processing = keys.processing("")
 
@@ -197,7 +245,7 @@ class ListModel:
         changes = self._difference(state) if infer else []
         self.state = state
         self.stale = False
-        self._left = {}
+        self._end_transaction()
         return changes
 
     def _owners(self, state: State) -> tuple[dict[str, str], set[str]]:
@@ -235,33 +283,11 @@ class ListModel:
 
     # -- the stream --------------------------------------------------------------------------------------
 
-    def apply(self, argv: list[bytes], replay: bool = True) -> list[Change]:
-        """One replicated command: the ownership changes it made. Without `replay` (the model is out of
-        step until its next `load`) only the selected database and the transaction are followed."""
-        if not argv:
-            return []
-        name = argv[0].decode(errors="replace").upper()
-        args = [part.decode("utf-8", errors="surrogateescape") for part in argv[1:]]
-        if name == "SELECT":
-            self._selected = int(args[0])
-            return []
-        if name == "MULTI":
-            self._in_multi, self._left = True, {}
-            return []
-        if name in ("EXEC", "DISCARD"):
-            self._in_multi, self._left = False, {}
-            return []
-        if not replay:
-            return []
-        if name == "FLUSHALL" or (name == "FLUSHDB" and self._selected == self.db):
-            self.state = State()
-            return []
-        if self._selected != self.db:
-            return []
-        changes = self._write(name, args)
-        if not self._in_multi:
-            self._left = {}
-        return changes
+    def _flush(self) -> None:
+        self.state = State()
+
+    def _end_transaction(self) -> None:
+        self._left = {}
 
     def _write(self, name: str, args: list[str]) -> list[Change]:
         keys = self.keys

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from chaos.backends.base import Backend
 from chaos.backends.redis.observer import ReplicaModel, ReplicaObserver
-from chaos.backends.redis.replication import HARMLESS, Change
+from chaos.backends.redis.replication import HARMLESS, Change, ReplayedLayout
 from chaos.contract import Contract
 from chaos.worker.redis_streams import GROUP, StreamKeys, claim_token, job_of, token_consumer, worker_of
 
@@ -76,17 +76,13 @@ def parse_state(reply: Any) -> StreamState:
     return state
 
 
-class StreamModel:
-    """The group replayed from the stream (the module's docstring says how); `stale` says a write it
-    cannot replay touched its keys: the observer reads the state again."""
+class StreamModel(ReplayedLayout):
+    """The group replayed from the stream (the module's docstring says how)."""
 
     def __init__(self, keys: StreamKeys, db: int) -> None:
+        super().__init__(db)
         self.keys = keys
-        self.db = db
         self.state = StreamState()
-        self.stale = False
-        self._selected = -1
-        self._in_multi = False
         self._acked: set[str] = set()  # the jobs whose pending entry an XACK of this transaction removed
 
     def load(self, state: StreamState, infer: bool) -> list[Change]:
@@ -94,7 +90,7 @@ class StreamModel:
         changes = self._difference(state) if infer else []
         self.state = state
         self.stale = False
-        self._acked = set()
+        self._end_transaction()
         return changes
 
     def _difference(self, new: StreamState) -> list[Change]:
@@ -116,33 +112,11 @@ class StreamModel:
                 changes.append(Change("claim", job, worker_of(after[0]), claim_token(after[0], entry_id, after[1])))
         return changes
 
-    def apply(self, argv: list[bytes], replay: bool = True) -> list[Change]:
-        """One replicated command: the ownership changes it made (without `replay`, only the selected
-        database and the transaction are followed, until the next `load`)."""
-        if not argv:
-            return []
-        name = argv[0].decode(errors="replace").upper()
-        args = [part.decode("utf-8", errors="surrogateescape") for part in argv[1:]]
-        if name == "SELECT":
-            self._selected = int(args[0])
-            return []
-        if name == "MULTI":
-            self._in_multi, self._acked = True, set()
-            return []
-        if name in ("EXEC", "DISCARD"):
-            self._in_multi, self._acked = False, set()
-            return []
-        if not replay:
-            return []
-        if name == "FLUSHALL" or (name == "FLUSHDB" and self._selected == self.db):
-            self.state = StreamState()
-            return []
-        if self._selected != self.db:
-            return []
-        changes = self._write(name, args)
-        if not self._in_multi:
-            self._acked = set()
-        return changes
+    def _flush(self) -> None:
+        self.state = StreamState()
+
+    def _end_transaction(self) -> None:
+        self._acked = set()
 
     def _tracked(self, key: str) -> bool:
         return key in (self.keys.stream, self.keys.done, self.keys.dead)
