@@ -15,6 +15,7 @@ EventSink = Callable[[Record], object]  # the ledger's append
 # Capabilities: what a provider lets faults do to its server. A fault kind declares the ones it needs.
 RESTART = "restart"
 KILL = "kill"
+CONTAINER = "container"  # the server runs in a container: it can be paused and cut off its network
 
 
 @dataclass(frozen=True)

@@ -21,4 +21,5 @@ REFERENCE_TARGET = "redis_reliable"  # the bundled correct target `chaos target 
 PROVIDERS = {
     "local": Provider("redis", "local", "chaos.backends.redis.local:LocalRedis", (PERSISTENCE,)),
     "external": Provider("redis", "external", "chaos.backends.redis.external:ExternalRedis"),
+    "docker": Provider("redis", "docker", "chaos.backends.redis.docker:DockerRedis", (PERSISTENCE,)),
 }

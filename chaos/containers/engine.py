@@ -1,0 +1,99 @@
+"""The Docker engine: one client per process, a clear error where none answers, and the labels every
+container, network and volume of the suite carries, so that a run's end and `chaos clean` remove them
+without Ryuk (whose image cannot be pulled here)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from chaos.errors import ConfigError
+
+if TYPE_CHECKING:
+    import docker
+
+OWNER_LABEL = "queue-chaos.owner"  # on everything the suite creates; its value is OWNER
+OWNER = "queue-chaos"
+RUN_LABEL = "queue-chaos.run"  # the run id of the run that created it
+HOW_TO_START = ("install Debian's docker.io and start its engine (ci/setup.sh does both: dockerd --storage-driver "
+                "vfs), or set DOCKER_HOST to an engine you run")
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    """Whether a Docker engine answers here, and what to do when none does."""
+
+    available: bool
+    detail: str  # the engine's version, or why there is none
+
+
+def labels(run_id: str) -> dict[str, str]:
+    return {OWNER_LABEL: OWNER, RUN_LABEL: run_id}
+
+
+def status() -> EngineStatus:
+    try:
+        version = client().version()
+    except ConfigError as exc:
+        return EngineStatus(False, str(exc))
+    return EngineStatus(True, f"Docker engine {version.get('Version', '?')} at {_where()}")
+
+
+def client() -> docker.DockerClient:
+    """The process's client of the engine; ConfigError (exit 2) when the SDK is missing or no engine answers."""
+    return _client()
+
+
+@cache
+def _client() -> docker.DockerClient:
+    try:
+        import docker
+    except ImportError as exc:
+        raise ConfigError("Containers need the Docker SDK for Python: pip install 'queue-chaos[docker]'.") from exc
+    try:
+        found = docker.from_env(timeout=60)
+        found.ping()
+    except docker.errors.DockerException as exc:
+        missing = "" if shutil.which("dockerd") else " (dockerd is not installed)"
+        raise ConfigError(f"Expected a Docker engine at {_where()}{missing}, but none answered ({_short(exc)}). "
+                          f"To use containers, {HOW_TO_START}; or run without them (--backend local).") from exc
+    return found
+
+
+def _where() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def owned(kind: str, run_id: str | None = None) -> list[Any]:
+    """Containers, networks or volumes (`kind`) the suite created, of one run or of every run."""
+    wanted = [f"{OWNER_LABEL}={OWNER}"] + ([f"{RUN_LABEL}={run_id}"] if run_id else [])
+    collection = getattr(client(), kind)
+    if kind == "containers":
+        return list(collection.list(all=True, filters={"label": wanted}))
+    return list(collection.list(filters={"label": wanted}))
+
+
+def reap(run_id: str | None = None) -> list[str]:
+    """Remove (forcibly) every container, then network, then volume the suite created (of one run, or of
+    all); what was removed, by kind and name."""
+    import docker
+
+    removed = []
+    for kind in ("containers", "networks", "volumes"):
+        for thing in owned(kind, run_id):
+            try:
+                if kind == "containers":
+                    thing.remove(force=True, v=True)
+                else:
+                    thing.remove()
+            except docker.errors.NotFound:
+                continue
+            removed.append(f"{kind[:-1]} {thing.name}")
+    return removed
