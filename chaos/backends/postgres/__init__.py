@@ -18,4 +18,6 @@ PROVIDERS = {
     "local": Provider("postgres", "local", "chaos.backends.postgres.local:LocalPostgres"),
     # external: your server (--backend-url or CHAOS_POSTGRES_URL), a fresh schema per run
     "external": Provider("postgres", "external", "chaos.backends.postgres.external:ExternalPostgres"),
+    # docker: the host's PostgreSQL in a container of its own (an image built here), faults on the container
+    "docker": Provider("postgres", "docker", "chaos.backends.postgres.docker:DockerPostgres"),
 }
