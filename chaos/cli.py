@@ -120,6 +120,9 @@ def _run_settings(parser: argparse.ArgumentParser) -> None:
                              "CHAOS_REDIS_URL, ...)")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                         help="set a [params] parameter or a [server] setting of target.toml (repeatable)")
+    parser.add_argument("--worker-image", default=None, metavar="IMAGE",
+                        help="run the workers in containers of this Docker image (else target.toml's image, if any; "
+                             "queue-chaos/python runs them on the host's Python)")
 
 
 def _overrides(pairs: list[str], flag: str = "-p", example: str = "heartbeat=inline") -> dict[str, str]:
@@ -175,7 +178,7 @@ def _run(args: argparse.Namespace) -> int:
     scenario = find_scenario(args.scenario)
     options = RunOptions(args.seed, args.runs_dir, _provider(args), args.backend_url, args.sink_mode,
                          _overrides(args.param), args.deadline, _overrides(args.contract, "-c", "watchdog=true"),
-                         _overrides(args.scenario_param, "-s", "mode=blackhole"), args.observe)
+                         _overrides(args.scenario_param, "-s", "mode=blackhole"), args.observe, args.worker_image)
     result = run_scenario(target, scenario, options)
     _say(summary(result.verdict, result.dir))
     if result.verdict.error:
@@ -190,7 +193,8 @@ def _target(args: argparse.Namespace) -> int:
         return 0
     report = check_target(find_target(args.target), RunOptions(seed=1, runs_dir=args.runs_dir,
                                                                backend=_provider(args), backend_url=args.backend_url,
-                                                               overrides=_overrides(args.param)))
+                                                               overrides=_overrides(args.param),
+                                                               worker_image=args.worker_image))
     _say(check_summary(report))
     if report.problems:
         _say("\n\n".join(f"chaos: {problem}" for problem in report.problems), sys.stderr)

@@ -216,9 +216,11 @@ def fault_healed(fault_id: str, target: str, data: dict[str, Any]) -> Record:
     return Record(FAULT_HEALED, NEMESIS, None, target, dict(data, id=fault_id))
 
 
-def process_start(name: str, pid: int, role: str, argv: Any = None, create_time: float | None = None) -> Record:
-    return Record(PROCESS_START, SUPERVISOR, None, name,
-                  {"pid": pid, "role": role, "argv": argv, "create_time": create_time})
+def process_start(name: str, pid: int, role: str, argv: Any = None, create_time: float | None = None,
+                  container: str | None = None) -> Record:
+    """`container`: the container it runs in, where it runs in one (its pid is the host's)."""
+    data = {"pid": pid, "role": role, "argv": argv, "create_time": create_time}
+    return Record(PROCESS_START, SUPERVISOR, None, name, {**data, "container": container} if container else data)
 
 
 def containment(marker: str, cgroup: str | None) -> Record:

@@ -156,6 +156,7 @@ class Target:
     server: dict[str, Any] = field(default_factory=dict)  # [server]: the settings it gives the backend's server
     shutdown_grace_s: float = DEFAULT_GRACE_S  # how long its processes get after SIGTERM at the end of a run
     observer: str | None = None  # 'module:Class' of its observer, where it declares one
+    image: str | None = None  # the image its workers run in (chaos.containers.workers), where they run in one
 
     def with_params(self, overrides: dict[str, str]) -> Target:
         """Apply `-p key=value` overrides: a server setting (checked by the option that declares it, the value
@@ -281,9 +282,13 @@ def load_target(folder: Path) -> Target:
     if observer is not None and (not isinstance(observer, str) or not observer.partition(":")[0]):
         raise ConfigError(f"{file}: observer = {observer!r}; expected 'module:Class' naming the target's observer "
                           "(module.py in the target folder), or no observer key.")
+    image = raw.get("image")
+    if image is not None and (not isinstance(image, str) or not image.strip()):
+        raise ConfigError(f"{file}: image = {image!r}; expected the name of a Docker image to run the workers in "
+                          "(\"queue-chaos/python\" runs them on the host's Python), or no image key.")
     return Target(name, folder.resolve(), str(raw.get("description", "")), backend,
                   str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, server,
-                  float(grace), observer)
+                  float(grace), observer, image)
 
 
 _KIND_EXAMPLES = {"integer": "an integer", "number": "a finite number", "boolean": "true or false",

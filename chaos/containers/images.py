@@ -21,8 +21,12 @@ from chaos.containers import engine
 from chaos.errors import ConfigError, HarnessError
 
 REPOSITORY = "queue-chaos"
-# Debian's merged /usr: the top-level directories are links into /usr, in the image as on the host.
+# Debian's merged /usr: the top-level directories are links into /usr, in the image as on the host; but
+# /sbin is a folder of its own, where the engine mounts its init (docker run --init) even over a /usr
+# mounted read-only.
 MERGED = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64"}
+LINKED = ("/bin", "/lib", "/lib64")
+LAYOUT = 2  # the root filesystem's layout, in every tag: a change of it here builds every image again
 _LDD_PATH = re.compile(r"(/\S+)")
 _BUILDING = threading.Lock()  # one build at a time per process: parallel cells share the image
 
@@ -40,7 +44,7 @@ class ImageSpec:
     changes: tuple[str, ...] = ()
 
     def tag(self) -> str:
-        digest = hashlib.sha256(json.dumps([self.name, self.host_paths, self.files, self.executables,
+        digest = hashlib.sha256(json.dumps([LAYOUT, self.name, self.host_paths, self.files, self.executables,
                                             self.owned_dirs, self.changes, _stamps(self.host_paths)]).encode())
         return f"{REPOSITORY}/{self.name}:{digest.hexdigest()[:12]}"
 
@@ -85,9 +89,9 @@ def _stamps(paths: Iterable[str]) -> list[tuple[str, int, int]]:
 def _write_rootfs(spec: ImageSpec, out: io.BufferedRandom | tempfile._TemporaryFileWrapper[bytes]) -> None:
     with tarfile.open(fileobj=out, mode="w") as tar:
         rootfs = _Rootfs(tar)
-        for top, into in MERGED.items():
-            rootfs.link(top, into)
-        for folder in ("/tmp", "/etc", "/usr/bin", "/usr/lib"):
+        for top in LINKED:
+            rootfs.link(top, MERGED[top])
+        for folder in ("/tmp", "/etc", "/sbin", "/usr/bin", "/usr/lib"):
             rootfs.directory(folder, mode=0o1777 if folder == "/tmp" else 0o755)
         for path in spec.host_paths:
             rootfs.host(path)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import chaos
 from chaos import events
+from chaos.containers.workers import WorkerContainers
 from chaos.runtime.environment import Environment
 from chaos.runtime.sink import Sink
 from chaos.runtime.supervisor import Managed, Supervisor
@@ -27,6 +28,9 @@ class Launcher:
         self.sink = sink
         self.supervisor = supervisor
         self.pythonpath = _chaos_only_path(run_dir)
+        self.containers = None if target.image is None else WorkerContainers.prepare(
+            target.image, run_dir.name, [str(target.path), str(self.pythonpath),
+                                         str(Path(chaos.__file__).resolve().parent)])
 
     def env(self, name: str) -> dict[str, str]:
         env = dict(os.environ)
@@ -46,21 +50,22 @@ class Launcher:
 
     def start_worker(self, name: str, extra_env: dict[str, str] | None = None) -> Managed:
         return self.supervisor.start(name, self.command(self.target.worker, name),
-                                     {**self.env(name), **(extra_env or {})}, cwd=self.target.path)
+                                     {**self.env(name), **(extra_env or {})}, cwd=self.target.path,
+                                     containers=self.containers)
 
     def start_reconciler(self) -> Managed | None:
         argv = self.target.reconciler
         if argv is None:
             return None
         return self.supervisor.start(RECONCILER, self.command(argv, RECONCILER), self.env(RECONCILER),
-                                     role="reconciler", cwd=self.target.path)
+                                     role="reconciler", cwd=self.target.path, containers=self.containers)
 
 
 def _chaos_only_path(run_dir: Path) -> Path:
     """A directory holding only this suite's `chaos` package (a link), for the workers' PYTHONPATH: a
     worker in the queue's own virtualenv then imports `chaos.probe` without seeing the suite's other
     packages, and one on the suite's interpreter imports the very package that runs the suite."""
-    folder = run_dir / "pythonpath"
+    folder = run_dir.resolve() / "pythonpath"
     folder.mkdir(exist_ok=True)
     link = folder / "chaos"
     if not link.exists():

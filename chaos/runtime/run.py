@@ -15,7 +15,7 @@ import time
 import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -67,6 +67,7 @@ class RunOptions:
     contract: dict[str, str] = field(default_factory=dict)  # `-c key=value`: contract keys to judge against instead
     scenario_params: dict[str, str] = field(default_factory=dict)  # `-s key=value`: the scenario's PARAMS
     observe: bool = True  # read the queue's own record through the target's observer, where it declares one
+    worker_image: str | None = None  # run the workers in containers of this image (else target.toml's `image`)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ def reproduce_command(target: Target, scenario: Scenario, seed: int, options: Ru
         argv += ["--deadline", f"{options.deadline_s:g}"]
     if not options.observe:
         argv += ["--no-observer"]
+    if options.worker_image:
+        argv += ["--worker-image", options.worker_image]
     return shlex.join(argv)
 
 
@@ -146,6 +149,8 @@ class Prepared:
 def prepare(target: Target, scenario: Scenario, options: RunOptions) -> Prepared:
     """Everything a run checks before it starts anything (each mistake a ConfigError): a suite checks every
     cell this way before its first run."""
+    if options.worker_image:
+        target = replace(target, image=options.worker_image)
     prepared = Prepared(target.with_params(options.overrides).with_contract(options.contract),
                         scenario.with_params(options.scenario_params), provider(target.backend, options.backend))
     check_server_overrides(prepared.target, prepared.provider, options.overrides)
@@ -219,7 +224,7 @@ class Run:
             server=self.target.server_settings(self.provider.options),
             observer=self.target.observer if self.options.observe else None,  # the queue's record: evidence too
             pid=os.getpid(), pid_create_time=psutil.Process().create_time(), host=socket.gethostname(),
-            backend_kind=self.target.backend,
+            backend_kind=self.target.backend, worker_image=self.target.image,
             cleaned=self.cleaned,  # what killed runs in the same runs dir had left, removed before this one
             shutdown_grace_s=self.target.shutdown_grace_s, scenario_params=self.scenario_params,
             faults=list(self.scenario.faults),  # declared: each must be injected (or waived), else inconclusive

@@ -20,6 +20,8 @@ from pathlib import Path
 import psutil
 
 from chaos import events
+from chaos.containers.workers import WorkerContainers, container_env, worker_process
+from chaos.containers.workers import remove as remove_container
 from chaos.containment import SWEEP_S, RunCgroup, enter_cgroup, new_marker, sweep
 from chaos.errors import ConfigError, HarnessError
 from chaos.faults.base import Scope
@@ -42,6 +44,8 @@ class Managed:
     argv: list[str]
     env: dict[str, str]
     cwd: Path | None
+    containers: WorkerContainers | None = None  # how it was started in a container, where it was
+    container: str | None = None  # the container it runs in
     stopped: bool = False
     ending: bool = False  # the suite sent it SIGTERM or SIGKILL: its exit is expected
     forced: bool = False  # it outlived the shutdown grace and was SIGKILLed
@@ -49,7 +53,8 @@ class Managed:
 
     @property
     def pid(self) -> int:
-        return self.popen.pid
+        """The worker's own process: the one started, or in a container the one `docker run` started there."""
+        return self.identity.pid
 
     @property
     def alive(self) -> bool:
@@ -77,7 +82,7 @@ class Supervisor:
         self._spawner = Spawner()
 
     def start(self, name: str, argv: list[str], env: dict[str, str], role: str = "worker",
-              cwd: Path | None = None) -> Managed:
+              cwd: Path | None = None, containers: WorkerContainers | None = None) -> Managed:
         if name in self.processes and self.processes[name].alive:
             raise HarnessError(f"process {name} is already running")
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -86,15 +91,19 @@ class Supervisor:
         # and its registration here, or the process would be nobody's to stop: hold SIGALRM until then.
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
         try:
-            return self._spawner.call(lambda: self._start(name, argv, env, role, cwd, log))
+            return self._spawner.call(lambda: self._start(name, argv, env, role, cwd, log, containers))
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def _start(self, name: str, argv: list[str], env: dict[str, str], role: str, cwd: Path | None,
-               log: Path) -> Managed:
+               log: Path, containers: WorkerContainers | None) -> Managed:
+        env = {**env, events.ENV_RUN_MARKER: self.marker}
+        container, command = None, argv
+        if containers is not None:
+            container, command = containers.command(name, argv, container_env(env, (events.ENV_RUN_MARKER,)), cwd)
         try:
             with open(log, "ab") as out:
-                popen = subprocess.Popen(argv, env={**env, events.ENV_RUN_MARKER: self.marker}, cwd=cwd,
+                popen = subprocess.Popen(command, env=env, cwd=cwd,
                                          stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                          start_new_session=True, preexec_fn=_child_setup(
                                              die_with_parent(), self.cgroup.entry() if self.cgroup else None))
@@ -104,8 +113,11 @@ class Supervisor:
                 "on PATH or an absolute path in the target's worker command; install it or fix target.toml."
             ) from exc
         identity = psutil.Process(popen.pid)  # unreaped, so it exists even if it already exited
-        managed = Managed(name, role, popen, identity, log, argv, env, cwd)
-        self.ledger.append(events.process_start(name, popen.pid, role, argv, identity.create_time()))
+        if container is not None:
+            identity = worker_process(container, identity) or identity
+        managed = Managed(name, role, popen, identity, log, argv, env, cwd, containers, container)
+        self.ledger.append(events.process_start(name, identity.pid, role, argv, identity.create_time(),
+                                                container=container))
         managed.reaper = threading.Thread(target=self._reap, args=(managed,), name=f"reap-{name}", daemon=True)
         with self._lock:
             self.processes[name] = managed
@@ -114,6 +126,8 @@ class Supervisor:
 
     def _reap(self, managed: Managed) -> None:
         code = managed.popen.wait()
+        if managed.container is not None and code > 128:  # the container's init reports a signal as 128 + it
+            code = 128 - code
         ended_by = signal.Signals(-code).name if code < 0 else None
         tail = None if managed.ending else log_tail(managed.log)
         self.ledger.append(events.process_exit(managed.name, managed.pid, managed.role, code, ended_by,
@@ -226,7 +240,7 @@ class Supervisor:
         old = self.processes[name]
         pids = self.kill(name)
         self.reap(name)
-        return pids, self.start(name, old.argv, old.env, old.role, old.cwd)
+        return pids, self.start(name, old.argv, old.env, old.role, old.cwd, old.containers)
 
     def close(self) -> None:
         """Resume anything stopped, terminate everything, give it the grace to shut down, SIGKILL what is
@@ -247,7 +261,9 @@ class Supervisor:
                 managed.forced = True
                 self.kill(managed.name)
                 self.wait_exit(managed.name, 5.0)
-        leftovers = [proc for managed in running for proc in kill_group(managed.pid)]
+        leftovers = [proc for managed in running for proc in kill_group(managed.popen.pid)]
+        for container in [managed.container for managed in self.processes.values() if managed.container]:
+            remove_container(container)
         try:
             _, escaped = sweep(self.marker, str(self.cgroup.path) if self.cgroup else None, SWEEP_S)
             if still := wait_dead(leftovers, 5.0) + escaped:
