@@ -167,6 +167,17 @@ class DockerServer(Backend):
         self._down("kill")
         self._emit(events.backend_exit(pid or 0, -9, "kill"))
 
+    def connect(self, connected: bool) -> list[str]:
+        """Disconnect the container from its network (its clients' connections fail and new ones are
+        refused, though it runs on), or connect it again; the networks it is on afterwards."""
+        network = engine.client().networks.get(self.network_name)
+        if connected:
+            network.connect(self.container)
+        else:
+            network.disconnect(self.container, force=True)
+        self.container.reload()
+        return sorted(self.container.attrs["NetworkSettings"]["Networks"] or {})
+
     def close(self) -> None:
         if self._closed:
             return

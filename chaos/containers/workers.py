@@ -20,6 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -33,6 +34,12 @@ FOUND_BOUND_S = 30.0  # how long a started container may take to show its worker
 def container_env(env: dict[str, str], always: tuple[str, ...]) -> list[str]:
     """The variables a container gets: what the run set beyond the suite's own environment, and `always`."""
     return sorted({key for key, value in env.items() if os.environ.get(key) != value} | set(always))
+
+
+def container_pids(container: Any) -> list[int]:
+    """The host pids of a container's processes (`docker top`)."""
+    listed = container.top(ps_args="-o pid")
+    return [int(row[0]) for row in listed.get("Processes") or []]
 
 
 def remove(container: str) -> None:

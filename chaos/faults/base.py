@@ -65,6 +65,15 @@ class FaultWorld(Protocol):
     def network(self, name: str) -> NetworkLink:
         """The worker's proxy (only in runs whose scenario declares a network fault)."""
 
+    def pause_container(self, name: str, paused: bool) -> list[int]:
+        """Freeze (or thaw) a worker's container through the cgroup freezer; the host pids it holds."""
+
+    def kill_container(self, name: str) -> list[int]:
+        """SIGKILL a worker's container (every process in it); the host pids it held."""
+
+    def connect_backend(self, connected: bool) -> list[str]:
+        """Cut the backend's container off its network, or connect it again; the networks it is on."""
+
 
 @dataclass(frozen=True)
 class FaultKind:
@@ -89,6 +98,7 @@ class FaultKind:
     # -- the runtime half ---------------------------------------------------------------------------
     needs: frozenset[str] = frozenset()  # backend capabilities (chaos.backends.base) it requires
     network: bool = False  # acts on the workers' proxies: a run whose scenario declares it gets one per worker
+    containers: bool = False  # acts on the workers' containers: a target whose workers run in none is refused
     # Raises ConfigError when this machine cannot inject it (a missing library); run before anything starts.
     preflight: Callable[[], None] | None = None
     # Applies the fault; returns what it touched, for `fault.applied`.

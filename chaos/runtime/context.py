@@ -13,7 +13,7 @@ from chaos import events
 from chaos.contract import Contract
 from chaos.errors import ChaosError, ConfigError, HarnessError, NotExercised
 from chaos.events import Event
-from chaos.faults import backend_restart, clock, kill, partition, restart, stop
+from chaos.faults import backend_restart, clock, container, kill, partition, restart, stop
 from chaos.faults.base import Scope
 from chaos.ledger import Ledger
 from chaos.names import check_name
@@ -167,6 +167,22 @@ class ScenarioContext:
             fault.healed["condition_held"] = held
         self._doing("running the scenario")
         return held
+
+    def pause_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
+                    gate: Gate | None = None) -> bool:
+        """Freeze the worker's whole container (every process, detached or not) until `predicate` or
+        `max_s`, then thaw it; the held gate's answer waits for the thaw."""
+        return self._until(container.PAUSE.name, worker, predicate, max_s, gate, "paused")
+
+    def kill_container(self, worker: str, gate: Gate | None = None) -> list[int]:
+        """SIGKILL the worker's container: every process in it dies, however it detached."""
+        pids: list[int] = self.nemesis.inject(container.CONTAINER_KILL.name, worker, _armed_or_none(gate))["pids"]
+        return pids
+
+    def disconnect_backend_until(self, predicate: Callable[[Event], bool], max_s: float,
+                                 gate: Gate | None = None) -> bool:
+        """Cut the backend's container off its network until `predicate` or `max_s` (docker provider)."""
+        return self._until(container.DISCONNECT.name, events.BACKEND, predicate, max_s, gate, "cut off")
 
     def waive(self, kind: str, why: str) -> None:
         """Say why this run does not inject a fault kind its FAULTS declares (the checker otherwise calls a

@@ -118,9 +118,9 @@ def check_server_overrides(target: Target, chosen: Provider, overrides: dict[str
                               "run with the provider that starts its own server (--backend local).")
 
 
-def check_faults(scenario: Scenario, chosen: Provider) -> None:
-    """Refuse, before anything starts, a scenario whose faults need what the backend's provider lacks or
-    what this machine cannot do."""
+def check_faults(scenario: Scenario, chosen: Provider, target: Target) -> None:
+    """Refuse, before anything starts, a scenario whose faults need what the backend's provider lacks,
+    workers in containers the target does not have, or what this machine cannot do."""
     for kind in scenario.faults:
         if kind not in KINDS:
             raise ConfigError(f"Scenario {scenario.path}: FAULTS names {kind!r}, which is not a fault kind; "
@@ -131,6 +131,11 @@ def check_faults(scenario: Scenario, chosen: Provider) -> None:
                               f"capability {', '.join(sorted(missing))}, which the {chosen.kind} {chosen.name} "
                               "backend does not offer (the suite does not control that server). Run with a provider "
                               "that has it (the default, --backend local), or pick a scenario without that fault.")
+        if KINDS[kind].containers and target.image is None:
+            raise ConfigError(f"Scenario {scenario.name} cannot run against {target.name}: the {kind} fault acts on a "
+                              "worker's container, and its workers run in none. Give it an image (image = "
+                              "\"queue-chaos/python\" in target.toml, or --worker-image queue-chaos/python), or pick "
+                              "a scenario without that fault.")
         preflight = KINDS[kind].preflight
         if preflight is not None:
             preflight()
@@ -154,7 +159,7 @@ def prepare(target: Target, scenario: Scenario, options: RunOptions) -> Prepared
     prepared = Prepared(target.with_params(options.overrides).with_contract(options.contract),
                         scenario.with_params(options.scenario_params), provider(target.backend, options.backend))
     check_server_overrides(prepared.target, prepared.provider, options.overrides)
-    check_faults(scenario, prepared.provider)
+    check_faults(scenario, prepared.provider, prepared.target)
     return prepared
 
 

@@ -16,11 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
 from chaos import events
-from chaos.containers.workers import WorkerContainers, container_env, worker_process
+from chaos.containers import engine
+from chaos.containers.workers import WorkerContainers, container_env, container_pids, worker_process
 from chaos.containers.workers import remove as remove_container
 from chaos.containment import SWEEP_S, RunCgroup, enter_cgroup, new_marker, sweep
 from chaos.errors import ConfigError, HarnessError
@@ -28,6 +30,9 @@ from chaos.faults.base import Scope
 from chaos.ledger import Ledger
 from chaos.procs import die_with_parent, kill_group, wait_dead, wait_stopped
 from chaos.runtime.spawner import Spawner
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
 
 STOP_BOUND_S = 10.0  # how long a SIGSTOPped process may take to show stopped before the stop is a harness error
 
@@ -47,6 +52,7 @@ class Managed:
     containers: WorkerContainers | None = None  # how it was started in a container, where it was
     container: str | None = None  # the container it runs in
     stopped: bool = False
+    paused: bool = False  # its container is frozen
     ending: bool = False  # the suite sent it SIGTERM or SIGKILL: its exit is expected
     forced: bool = False  # it outlived the shutdown grace and was SIGKILLed
     reaper: threading.Thread | None = field(default=None, repr=False)
@@ -202,6 +208,45 @@ class Supervisor:
                     continue
                 hit.append(proc.pid)
 
+    def pause(self, name: str, paused: bool) -> list[int]:
+        """Freeze (or thaw) every process of a worker's container at once, through the cgroup freezer; the
+        host pids of its processes. A worker not in a container is the caller's mistake (ConfigError)."""
+        managed = self.processes[name]
+        container = self._container(managed)
+        if not managed.alive:
+            return []
+        pids = container_pids(container)
+        if paused:
+            container.pause()
+        else:
+            container.unpause()
+        container.reload()
+        if (container.status == "paused") != paused:
+            raise HarnessError(f"{name}: its container {managed.container} is {container.status} after a "
+                               f"{'pause' if paused else 'unpause'}")
+        managed.paused = paused
+        return pids
+
+    def kill_container(self, name: str) -> list[int]:
+        """SIGKILL a worker's container (its init, so every process in it dies); the host pids it had."""
+        managed = self.processes[name]
+        container = self._container(managed)
+        if not managed.alive:
+            return []
+        pids = container_pids(container)
+        managed.ending = True
+        container.kill()
+        managed.paused = False
+        return pids
+
+    @staticmethod
+    def _container(managed: Managed) -> Container:
+        if managed.container is None:
+            raise ConfigError(f"{managed.name} does not run in a container, so a container fault cannot reach it. "
+                              "Give the target an image (image = \"queue-chaos/python\" in target.toml, or "
+                              "--worker-image), or use the signal faults (stop, kill).")
+        return engine.client().containers.get(managed.container)
+
     def all_exited(self, role: str) -> bool:
         """Whether processes of this role were started and none is alive any more."""
         with self._lock:
@@ -250,6 +295,8 @@ class Supervisor:
         with self._lock:
             running = [m for m in self.processes.values() if m.alive]
         for managed in running:
+            if managed.paused:
+                self.pause(managed.name, False)
             if managed.stopped:
                 self.signal(managed.name, signal.SIGCONT)
             self.signal(managed.name, signal.SIGTERM)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import signal
 
+from chaos.backends.docker_server import DockerServer
+from chaos.errors import HarnessError
 from chaos.faults.base import NetworkLink, Scope
 from chaos.runtime.environment import Environment
 from chaos.runtime.launcher import Launcher
@@ -35,3 +37,15 @@ class RunWorld:
 
     def network(self, name: str) -> NetworkLink:
         return self.environment.link(name)
+
+    def pause_container(self, name: str, paused: bool) -> list[int]:
+        return self.supervisor.pause(name, paused)
+
+    def kill_container(self, name: str) -> list[int]:
+        return self.supervisor.kill_container(name)
+
+    def connect_backend(self, connected: bool) -> list[str]:
+        backend = self.environment.backend
+        if not isinstance(backend, DockerServer):
+            raise HarnessError(f"the {backend.kind} {backend.provider} backend is not in a container")
+        return backend.connect(connected)

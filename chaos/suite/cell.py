@@ -31,16 +31,24 @@ class Cell:
     min_recovery_s: float | None = None  # every recovery slower than this (a timeout the queue must wait out)
     server_bug: str | None = None  # a known bug of the server that can leave the job unrecovered
     listed: bool = True  # written in the file (else made for a target that passes every scenario)
+    backend: str | None = None  # --backend: the provider of the target's backend kind (None: local)
+    worker_image: str | None = None  # --worker-image: the workers run in containers of it
 
     @property
     def variant(self) -> str:
-        return " ".join([self.target, *self.params, *(f"-c {c}" for c in self.contract)])
+        return " ".join([self.target, *self.params, *(f"-c {c}" for c in self.contract), *self._settings(" ")])
+
+    def _settings(self, sep: str) -> list[str]:
+        """Where it runs, where that is not the default: its provider, its workers' image."""
+        return ([f"--backend{sep}{self.backend}"] if self.backend else []) + (
+            [f"--worker-image{sep}{self.worker_image}"] if self.worker_image else [])
 
     @property
     def id(self) -> str:
         """The cell's name in keys and test ids: a contract or scenario setting is marked as such (c:, s:),
         so that no two different cells share one."""
-        return "-".join([self.target, *self.params, *(f"c:{c}" for c in self.contract), self.scenario,
+        return "-".join([self.target, *self.params, *(f"c:{c}" for c in self.contract), *self._settings("="),
+                         self.scenario,
                          *(f"s:{p}" for p in self.scenario_params)])
 
     @property
@@ -61,6 +69,10 @@ class Cell:
             args += ["-c", key]
         for key in self.scenario_params:
             args += ["-s", key]
+        if self.backend:
+            args += ["--backend", self.backend]
+        if self.worker_image:
+            args += ["--worker-image", self.worker_image]
         return args
 
 

@@ -55,7 +55,8 @@ def preflight(cells: list[Cell]) -> None:
         try:
             target, scenario = find_target(cell.target), find_scenario(cell.scenario)
             prepare(target, scenario, RunOptions(overrides=_pairs(cell.params), contract=_pairs(cell.contract),
-                                                 scenario_params=_pairs(cell.scenario_params)))
+                                                 scenario_params=_pairs(cell.scenario_params),
+                                                 backend=cell.backend or "local", worker_image=cell.worker_image))
         except ConfigError as exc:
             raise ConfigError(f"Suite cell {cell.variant} x {cell.scenario_variant}: {exc}") from exc
 

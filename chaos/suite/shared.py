@@ -29,7 +29,7 @@ def shareable(cell: Cell) -> bool:
     the server, and no server setting of its own (none in its parameters, none but the defaults in its
     target.toml's [server])."""
     target = find_target(cell.target)
-    if target.backend not in SHARED_KINDS:
+    if target.backend not in SHARED_KINDS or cell.backend not in (None, "local"):
         return False
     settings = server_options(target.backend)
     own = {name: value for name, value in target.server.items() if str(value) != str(settings[name].default)}

@@ -16,7 +16,8 @@ known-answer matrix (targets/known_answers.toml):
     verdict = "fail"             # pass (the default) | fail | inconclusive
     violation = "stuck"          # the violation a failing cell must name, with its witness
 
-A cell may also state `counts`, `max_recovery_s`, `min_recovery_s`, `witness_order`, `anomalies`,
+A file (for its cells) or a cell may say where it runs: `backend = "docker"` (the provider, --backend)
+and `worker_image = "queue-chaos/python"` (--worker-image). A cell may also state `counts`, `max_recovery_s`, `min_recovery_s`, `witness_order`, `anomalies`,
 `rule` and `server_bug` (chaos.suite.expect says what each checks). Everything is checked when the file
 is read: a mistake is one paragraph naming the file and the cell, before anything runs.
 """
@@ -36,8 +37,9 @@ from chaos.faults import KINDS as FAULT_KINDS
 from chaos.suite.cell import VERDICTS, Cell, Planned
 
 SUITE_FILE = "chaos.toml"
-SUITE_KEYS = {"seeds", "repeat", "correct", "cell", "include"}
-CELL_KEYS = {"target", "scenario", "scenarios", "params", "contract", "scenario_params", "verdict", "violation",
+SETTINGS = ("backend", "worker_image")  # where a cell runs: in the file, for its cells; in a cell, for it
+SUITE_KEYS = {"seeds", "repeat", "correct", "cell", "include", *SETTINGS}
+CELL_KEYS = {*SETTINGS, "target", "scenario", "scenarios", "params", "contract", "scenario_params", "verdict", "violation",
              "counts", "max_recovery_s", "min_recovery_s", "witness_order", "anomalies", "rule", "server_bug"}
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 
@@ -88,18 +90,21 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
     if unknown:
         raise ConfigError(f"{where} sets {', '.join(sorted(unknown))}, which a suite file does not take; expected "
                           f"among {', '.join(sorted(SUITE_KEYS))}.")
-    listed = [_cell(entry, f"{where}, cell {number}") for number, entry in enumerate(_tables(raw, where), 1)]
+    defaults = {key: _optional_str(raw, key) for key in SETTINGS}
+    listed = [_cell({**{k: v for k, v in defaults.items() if v}, **entry}, f"{where}, cell {number}")
+              for number, entry in enumerate(_tables(raw, where), 1)]
     cells = [cell for group in listed for cell in group]
     including = (*_including, path.resolve())
     for part in _includes(raw, path, where, including):
         cells += load_suite(part, _including=including).cells
-    plain = {(c.target, c.scenario) for c in cells if not c.params and not c.contract and not c.scenario_params}
+    plain = {(c.target, c.scenario) for c in cells if not c.params and not c.contract and not c.scenario_params
+             and c.backend == defaults["backend"] and c.worker_image == defaults["worker_image"]}
     correct = raw.get("correct", [])
     if not isinstance(correct, list) or not all(isinstance(name, str) for name in correct):
         raise ConfigError(f"{where}: correct = {correct!r}; expected a list of target names, each of which passes "
                           "every scenario.")
-    made = [Cell(target, scenario, listed=False) for target in correct for scenario in _all_scenarios()
-            if (target, scenario) not in plain and _local_provider_takes(target, scenario)]
+    made = [Cell(target, scenario, listed=False, **defaults) for target in correct for scenario in _all_scenarios()
+            if (target, scenario) not in plain and _runnable(target, scenario, **defaults)]
     seen: dict[str, Cell] = {}
     for cell in cells:
         if cell.id in seen:
@@ -180,13 +185,16 @@ def _all_scenarios() -> list[str]:
     return sorted(available_scenarios())
 
 
-def _local_provider_takes(target: str, scenario: str) -> bool:
-    """Whether the target's backend, from the provider a run starts by default, offers every capability
-    the scenario's faults need: a server the suite cannot restart (an emulator without persistence) holds a
-    correct target to the scenarios it can run, and `chaos run` refuses the others with exit 2."""
-    capabilities = provider(find_target(target).backend, "local").capabilities
-    return all(FAULT_KINDS[kind].needs <= capabilities for kind in find_scenario(scenario).faults
-               if kind in FAULT_KINDS)
+def _runnable(target: str, scenario: str, backend: str | None = None, worker_image: str | None = None) -> bool:
+    """Whether the target's backend, from the suite's provider, offers every capability the scenario's
+    faults need, and its workers run in containers where a fault acts on theirs: a server the suite cannot
+    restart (an emulator without persistence) holds a correct target to the scenarios it can run, and
+    `chaos run` refuses the others with exit 2."""
+    found = find_target(target)
+    capabilities = provider(found.backend, backend or "local").capabilities
+    in_containers = bool(worker_image or found.image)
+    return all(FAULT_KINDS[kind].needs <= capabilities and (in_containers or not FAULT_KINDS[kind].containers)
+               for kind in find_scenario(scenario).faults if kind in FAULT_KINDS)
 
 
 def _cell(entry: dict[str, Any], where: str) -> list[Cell]:
@@ -208,7 +216,8 @@ def _cell(entry: dict[str, Any], where: str) -> list[Cell]:
                      _pairs(entry.get("contract", ())), _optional_str(entry, "rule"),
                      _pairs(entry.get("scenario_params", ())),
                      None if entry.get("anomalies") is None else _strings(entry["anomalies"]),
-                     _optional_float(entry, "min_recovery_s"), _optional_str(entry, "server_bug"))
+                     _optional_float(entry, "min_recovery_s"), _optional_str(entry, "server_bug"),
+                     backend=_optional_str(entry, "backend"), worker_image=_optional_str(entry, "worker_image"))
                 for scenario in _scenarios(entry)]
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where} ({target}): {exc}.") from exc
