@@ -5,11 +5,23 @@ random claim token, a heartbeat thread that extends only while `claim_token` and
 (RowsAffected() == 1), a watchdog that stops the handler when an extension fails, a conditional ack,
 attempts counted against max_attempts, and every timestamp from the database's clock. Each parameter
 breaks one of those rules (target.toml lists them).
+
+`heartbeat = "sidecar"` extends the lease from a detached helper process instead of a thread: started
+at the claim (before the claim is reported) by a double fork and setsid(), so it is outside the worker's
+process tree, with its own connection, the same extension (and `extend` rule) and its own heartbeat
+probes (a forked child opens its own sink connection; the worker id comes from the environment). The
+worker holds the write end of a pipe: a byte or EOF (the worker died) ends the sidecar. It answers on a
+second pipe: a byte when an extension failed, which sets the same `lost` event the thread sets (so the
+watchdog works as in thread mode; a sidecar that exits unasked counts as a failed extension too), and
+EOF when it has exited. Its flaw is the one a sidecar has in real deployments: a SIGSTOPped worker's
+lease is still extended, so a frozen owner keeps its job and resumes it as if nothing had happened.
 """
 
 from __future__ import annotations
 
 import datetime
+import os
+import signal
 import threading
 import uuid
 from typing import Any
@@ -68,7 +80,7 @@ class Heartbeat:
     def __init__(self, db: LeaseDb, cfg: WorkerSettings, job: str, token: str, lost: threading.Event) -> None:
         self.db, self.cfg, self.job, self.token, self.lost = db, cfg, job, token, lost
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{job}", daemon=True)
+        self._thread = threading.Thread(target=self.loop, name=f"heartbeat-{job}", daemon=True)
 
     def beat(self) -> bool:
         ok = False
@@ -85,7 +97,8 @@ class Heartbeat:
             self.lost.set()
         return ok
 
-    def _loop(self) -> None:
+    def loop(self) -> None:
+        """Extend every heartbeat_s until stopped or an extension fails (the thread's body, the sidecar's)."""
         while not self._done.wait(self.cfg.heartbeat_s) and self.beat():
             pass
 
@@ -98,11 +111,125 @@ class Heartbeat:
             self._thread.join()
 
 
-def process(db: LeaseDb, hb_db: LeaseDb, cfg: WorkerSettings, stop: threading.Event,
+STOP_BYTE, LOST_BYTE = b"S", b"L"
+
+
+class Sidecar:
+    """Extends the lease from a detached process (double fork, setsid): outside the worker's process tree,
+    so a SIGSTOP of that tree leaves it extending. Stopped by a byte on its pipe, or by the pipe's EOF
+    when the worker dies; it exits after its first failed extension, as the thread's loop ends there
+    (a connection that fails twice in a row fails the beat). `beat` is the worker's own, for the
+    checkpoint after `stop`, so one execution's heartbeats stay sequential."""
+
+    def __init__(self, heartbeat: Heartbeat) -> None:
+        self.heartbeat = heartbeat
+        self.lost = heartbeat.lost
+        self._stop_w: int | None = None
+        self._back_r: int | None = None
+        self._stopping = False
+        self._listener: threading.Thread | None = None
+
+    def beat(self) -> bool:
+        return self.heartbeat.beat()
+
+    def start(self) -> None:
+        stop_r, stop_w = os.pipe()
+        back_r, back_w = os.pipe()
+        first = os.fork()  # the worker is single-threaded here: the previous job's listener has been joined
+        if first == 0:
+            code = 1
+            try:
+                os.setsid()  # a session of its own; the fork below leaves the worker's process tree
+                code = self._run(stop_r, back_w) if os.fork() == 0 else 0
+            except BaseException as exc:  # noqa: BLE001 - reported, then the process ends below
+                log(f"sidecar {os.getpid()} for {self.heartbeat.job} failed: {exc!r}")
+            finally:
+                os._exit(code)  # never back into the worker's code, and no finalizer of its objects
+        os.waitpid(first, 0)  # the middle process exits at once: the sidecar is an orphan, no child of ours
+        os.close(stop_r)
+        os.close(back_w)
+        self._stop_w, self._back_r = stop_w, back_r
+        self._listener = threading.Thread(target=self._listen, args=(back_r,), name="sidecar-listener", daemon=True)
+        self._listener.start()
+
+    def _listen(self, back_r: int) -> None:
+        """A failed extension (its byte) or a sidecar that ended without being asked loses the lease."""
+        while chunk := os.read(back_r, 1):
+            if chunk == LOST_BYTE:
+                self.lost.set()
+        if not self._stopping:
+            self.lost.set()
+
+    def stop(self) -> None:
+        """Ask the sidecar to stop and wait for it to exit (EOF on its answer pipe): its last beat, probe
+        included, is over before the worker's own checkpoint beat."""
+        if self._stop_w is None:
+            return
+        self._stopping = True
+        try:
+            os.write(self._stop_w, STOP_BYTE)
+        except BrokenPipeError:
+            pass  # it has already exited
+        os.close(self._stop_w)
+        self._stop_w = None
+        if self._listener is not None:
+            self._listener.join()
+        if self._back_r is not None:
+            os.close(self._back_r)
+            self._back_r = None
+
+    def _run(self, stop_r: int, back_w: int) -> int:
+        """The sidecar process: the thread's loop on a fresh connection, until a stop byte, EOF or a failure."""
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the worker's stop flag is not this process's
+        _release_inherited(keep={0, 1, 2, stop_r, back_w})
+        hb = self.heartbeat
+        beats = Heartbeat(LeaseDb(hb.cfg), hb.cfg, hb.job, hb.token, threading.Event())  # its own connection
+
+        why = ["extension failed"]
+
+        def wait_for_stop() -> None:
+            # A stop byte, or EOF: the worker closed its end, or died (its descriptors closed with it).
+            why[0] = "asked to stop" if os.read(stop_r, 1) else "the worker's pipe closed"
+            beats.stop()  # ends the loop after the beat under way (its thread was never started)
+
+        threading.Thread(target=wait_for_stop, name="sidecar-stop", daemon=True).start()
+        log(f"sidecar {os.getpid()} extends {hb.job}")
+        beats.loop()
+        if beats.lost.is_set():
+            why[0] = "extension failed"
+            try:
+                os.write(back_w, LOST_BYTE)
+            except BrokenPipeError:
+                pass
+        log(f"sidecar {os.getpid()} for {hb.job} exits: {why[0]}")
+        return 0
+
+
+def _release_inherited(keep: set[int]) -> None:
+    """Point every inherited descriptor but `keep` at /dev/null: the worker's database and sink sockets
+    (and other jobs' pipe ends) are no longer held open by the sidecar, so the worker's death closes them,
+    while their numbers stay taken: a stale object of the worker's that closes its descriptor (the probe
+    client, reconnecting in a forked child) closes /dev/null, not a socket of the sidecar's."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep and fd != null:
+            try:
+                os.dup2(null, fd)
+            except OSError:
+                pass  # the listing's own descriptor, closed by now
+
+
+def extender(hb_db: LeaseDb, cfg: WorkerSettings, job: str, token: str) -> Heartbeat | Sidecar:
+    """The claim's lease extender for the `heartbeat` mode (`none` and `inline` use the worker's own beat)."""
+    heartbeat = Heartbeat(hb_db, cfg, job, token, threading.Event())
+    return Sidecar(heartbeat) if cfg.param("heartbeat") == "sidecar" else heartbeat
+
+
+def process(db: LeaseDb, cfg: WorkerSettings, stop: threading.Event, heartbeat: Heartbeat | Sidecar,
             job: str, payload: dict[str, Any], token: str, attempt: int) -> None:
     mode, watchdog = cfg.param("heartbeat"), cfg.param("watchdog") == "on"
-    lost = threading.Event()
-    heartbeat = Heartbeat(hb_db, cfg, job, token, lost)
+    lost = heartbeat.lost
     if mode == "thread":
         heartbeat.start()
     elif mode == "inline":
@@ -148,7 +275,8 @@ def acknowledge(db: LeaseDb, cfg: WorkerSettings, job: str, token: str, stop: th
         return None
 
 
-def checkpoint(db: LeaseDb, heartbeat: Heartbeat, mode: str, job: str, token: str, stop: threading.Event) -> bool:
+def checkpoint(db: LeaseDb, heartbeat: Heartbeat | Sidecar, mode: str, job: str, token: str,
+               stop: threading.Event) -> bool:
     """Between units of work, confirm the claim still holds before doing the effect."""
     if mode != "none":
         heartbeat.stop()
@@ -181,8 +309,13 @@ def main() -> None:
 
     def run(claimed: tuple[str, dict[str, Any], int, str]) -> None:
         job, payload, attempt, token = claimed
+        heartbeat = extender(hb_db, cfg, job, token)
+        if isinstance(heartbeat, Sidecar):
+            # At the claim itself, before its report: from here on the lease is extended whatever the
+            # worker does (its first beat is a heartbeat_s away, the claim probe is sent now).
+            heartbeat.start()
         probe.claim(job, token, attempt=attempt)
-        process(db, hb_db, cfg, stop, job, payload, token, attempt)
+        process(db, cfg, stop, heartbeat, job, payload, token, attempt)
 
     serve(stop, lambda: claim(db), run)
 
