@@ -10,6 +10,8 @@ command -v sidekiq >/dev/null 2>&1 || need_debs+=(ruby-sidekiq)
 ruby -e 'require "redis/namespace"' >/dev/null 2>&1 || need_debs+=(ruby-redis-namespace)
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 \
   || need_debs+=(libfaketime faketime)
+# Docker's engine, for the docker provider and workers in containers (started below, if none runs).
+command -v dockerd >/dev/null 2>&1 || need_debs+=(docker.io)
 # Headless Chromium (and its WebDriver) for the test that opens report.html in a browser.
 command -v chromium >/dev/null 2>&1 || need_debs+=(chromium chromium-driver)
 if [ ${#need_debs[@]} -gt 0 ]; then
@@ -18,6 +20,7 @@ if [ ${#need_debs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_debs[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[test,libraries]"
+python3 -m pip install -q --disable-pip-version-check -e ".[test,libraries,docker]"
+bash ci/start_docker.sh
 # arq pins a redis client the rest outgrow: a virtualenv of its own (targets/arq_redis/README.md).
 bash ci/setup_arq.sh

@@ -569,6 +569,8 @@ def _on_process_or_backend(run: RunHistory, event: Event) -> None:
         if fault is not None:
             fault.healed = event
             _touch(run, fault, event)
+            if fault.rule.recovery_from == "healed":
+                _recover_from(run, fault, event)
             if fault.rule.suspends and fault.target and run.suspended.get(fault.target):
                 run.suspended[fault.target] -= 1
     elif kind == events.BACKEND_RESTART:
@@ -577,6 +579,13 @@ def _on_process_or_backend(run: RunHistory, event: Event) -> None:
         run.everyone_touched = event.seq
     elif kind == events.NETWORK_START:
         run.network = event.data
+
+
+def _recover_from(run: RunHistory, fault: FaultHistory, healed: Event) -> None:
+    """The jobs this fault took, still unrecovered, start their recovery at its heal."""
+    for history in run.jobs.values():
+        if history.lost is not None and history.lost[0] == fault.id and history.lost_owner_at is not None:
+            history.lost_owner_at = max(history.lost_owner_at, healed.mono)
 
 
 def _on_exit(run: RunHistory, worker: str, event: Event) -> None:

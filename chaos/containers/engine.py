@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+import psutil
+
 from chaos.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
 OWNER_LABEL = "queue-chaos.owner"  # on everything the suite creates; its value is OWNER
 OWNER = "queue-chaos"
 RUN_LABEL = "queue-chaos.run"  # the run id of the run that created it
+RUNNER_LABEL = "queue-chaos.runner"  # "pid:start time" of the process that created it: gone, it is an orphan
 HOW_TO_START = ("install Debian's docker.io and start its engine (ci/setup.sh does both: dockerd --storage-driver "
                 "vfs), or set DOCKER_HOST to an engine you run")
 
@@ -31,7 +34,14 @@ class EngineStatus:
 
 
 def labels(run_id: str) -> dict[str, str]:
-    return {OWNER_LABEL: OWNER, RUN_LABEL: run_id}
+    me = psutil.Process()
+    return {OWNER_LABEL: OWNER, RUN_LABEL: run_id, RUNNER_LABEL: f"{me.pid}:{me.create_time():.2f}"}
+
+
+def engine_present() -> bool:
+    """Whether an engine may answer here at all (its socket exists, or DOCKER_HOST names one): checked
+    before a cleanup asks it anything, so that a machine without Docker never waits on one."""
+    return bool(os.environ.get("DOCKER_HOST")) or os.path.exists(_where().removeprefix("unix://"))
 
 
 def status() -> EngineStatus:
@@ -78,6 +88,26 @@ def owned(kind: str, run_id: str | None = None) -> list[Any]:
     if kind == "containers":
         return list(collection.list(all=True, filters={"label": wanted}))
     return list(collection.list(filters={"label": wanted}))
+
+
+def orphaned_runs() -> set[str]:
+    """The runs whose containers, networks or volumes are left while the process that made them is gone
+    (a runner SIGKILLed before its end, whose run dir may be gone too)."""
+    found: dict[str, str] = {}
+    for kind in ("containers", "networks", "volumes"):
+        for thing in owned(kind):
+            attrs_labels = (thing.attrs.get("Labels") or thing.attrs.get("Config", {}).get("Labels") or {})
+            found.setdefault(attrs_labels.get(RUN_LABEL, ""), attrs_labels.get(RUNNER_LABEL, ""))
+    return {run for run, runner in found.items() if run and not _alive(runner)}
+
+
+def _alive(runner: str) -> bool:
+    pid, _, born = runner.partition(":")
+    try:
+        process = psutil.Process(int(pid))
+        return abs(process.create_time() - float(born)) < 1.0
+    except (ValueError, psutil.Error):
+        return False
 
 
 def reap(run_id: str | None = None) -> list[str]:

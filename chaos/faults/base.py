@@ -92,6 +92,9 @@ class FaultKind:
     # about to send, reaches the ledger late. So a claim reported meanwhile may have been made before it,
     # and the times of the target's reports are only upper bounds.
     suspends: bool = False
+    # When the recovery of the jobs it took starts: at its application, or (for a fault that keeps every
+    # worker from the server, so that nobody can recover anything while it lasts) at its heal.
+    recovery_from: Literal["applied", "healed"] = "applied"
     prove: Proof | None = None
     # Looks at each probe of its target while the run is scanned (a skewed clock shows on probes).
     watch_probe: Callable[[FaultHistory, Event], None] | None = None

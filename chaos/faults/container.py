@@ -7,8 +7,9 @@
 - container_kill: SIGKILL of a worker's container (its init, so every process in it dies, detached or
   not). Proven by the reaped SIGKILL exit of the worker's process.
 - disconnect: cut the backend's container off its network until healed: every worker's connections fail
-  at once and new ones are refused, while the server runs on. Proven by the container's networks: none
-  while it lasted.
+  at once and new ones are refused, while the server runs on. Nobody can recover a job while it lasts, so
+  the recovery of the jobs it took starts at its heal. Proven by the container's networks: none while it
+  lasted.
 
 A restart of the backend's container is the backend_restart fault on the docker provider; a restart of
 a worker's is the restart fault (a new container). The worker faults need a target with an image (a
@@ -82,5 +83,5 @@ PAUSE = FaultKind("pause", takes_owner=True, excuses="since_claim", suspends=Tru
 CONTAINER_KILL = FaultKind("container_kill", takes_owner=True, ends_executions=True, excuses="since_claim",
                            prove=_prove_kill, containers=True, inject=_kill, settle=_reap)
 DISCONNECT = FaultKind("disconnect", reach="everyone", takes_owner=True, excuses="since_claim",
-                       prove=_prove_disconnect, needs=frozenset({CONTAINER}), inject=_disconnect, heal=_connect)
+                       recovery_from="healed", prove=_prove_disconnect, needs=frozenset({CONTAINER}), inject=_disconnect, heal=_connect)
 KINDS = (PAUSE, CONTAINER_KILL, DISCONNECT)

@@ -4,7 +4,8 @@ user's server. The next run in the same runs dir, or `chaos clean`, finds such r
 end, or an interrupted one, and the runner recorded there no longer alive on this host) and removes
 what each backend recorded that it made or was about to make (`backend.prepare` is journaled before a
 server's data exists), the proxies it journaled on a Toxiproxy that outlived it, and its workers' processes
-that no parent-death signal reached (`chaos.containment`), never anything else;
+that no parent-death signal reached (`chaos.containment`), and the containers, networks and volumes of
+the suite whose runner is gone (by their labels: `chaos.containers.engine`), never anything else;
 the run's ledger then ends with `abandoned`, so it is cleaned once. Half-built PostgreSQL templates,
 shared by every run on the machine, are removed once their builder is gone."""
 
@@ -19,6 +20,7 @@ import psutil
 from chaos import events
 from chaos.backends.postgres.cluster import remove_half_built_templates
 from chaos.backends.registry import provider
+from chaos.containers import engine
 from chaos.containment import SWEEP_S, sweep
 from chaos.errors import ChaosError
 from chaos.events import Event
@@ -33,7 +35,7 @@ def clean_killed_runs(runs_dir: Path, url: str | None = None) -> list[tuple[bool
     """Per run found under `runs_dir` that left something: whether all of it is gone now, and a line
     saying what was removed or what is left and how to remove it; first, a line per half-built template
     removed."""
-    cleaned = [(True, line) for line in remove_half_built_templates()]
+    cleaned = [(True, line) for line in remove_half_built_templates()] + _reap_orphaned_containers()
     for ledger_path in sorted(runs_dir.glob("*/ledger.sqlite")) if runs_dir.is_dir() else []:
         last = last_event(ledger_path)
         if last is not None and last.kind == events.RUN_END and last.data.get("status") != CLEANABLE_END:
@@ -58,6 +60,17 @@ def clean_killed_runs(runs_dir: Path, url: str | None = None) -> list[tuple[bool
             _end(ledger_path, f"its runner (pid {start.get('pid')}) was killed; {said}")
         cleaned.append((all(done for done, _ in outcomes), f"{ledger_path.parent}: {said}"))
     return cleaned
+
+
+def _reap_orphaned_containers() -> list[tuple[bool, str]]:
+    """Containers, networks and volumes of the suite whose runner is gone (by their labels, whether or not
+    their run dir is still there): what Ryuk would reap, where its image cannot be pulled."""
+    if not engine.engine_present():
+        return []
+    try:
+        return [(True, f"run {run}: removed {', '.join(engine.reap(run))}") for run in sorted(engine.orphaned_runs())]
+    except ChaosError as exc:
+        return [(False, f"the suite's containers could not be listed: {exc}")]
 
 
 def _clean(start: dict[str, object], started: dict[str, object], run_dir: Path, url: str | None) -> tuple[bool, str]:

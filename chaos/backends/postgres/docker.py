@@ -67,7 +67,7 @@ class DockerPostgres(DockerServer, PostgresBackend):
             changes=(f'ENTRYPOINT ["{ENTRYPOINT}"]', f"USER {UID}", f"ENV PATH={bindir}:/usr/bin"))
 
     def wrapper(self, image: str) -> DockerContainer:
-        from testcontainers.postgres import PostgresContainer
+        from testcontainers.community.postgres import PostgresContainer
 
         container = PostgresContainer(image, port=PORT, username=SUPERUSER, password="unused", dbname=DATABASE,
                                       driver=None)

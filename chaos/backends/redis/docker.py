@@ -35,7 +35,7 @@ class DockerRedis(DockerServer):
         return ImageSpec("redis", (require_binary("redis-server", "redis-server", "Redis"),), files=passwd())
 
     def wrapper(self, image: str) -> DockerContainer:
-        from testcontainers.redis import RedisContainer
+        from testcontainers.community.redis import RedisContainer
 
         container = RedisContainer(image, port=PORT)
         container.with_command(["redis-server", "--port", str(PORT), "--bind", "0.0.0.0", "--dir", self.data_path,
