@@ -18,7 +18,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn, TextIO
 
-from chaos import events
+from chaos import doctor, events
 from chaos.authoring.check import check_target
 from chaos.authoring.check import summary as check_summary
 from chaos.authoring.scaffold import new_target
@@ -97,6 +97,8 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="recompute the verdict of a run from its ledger alone")
     report.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="show the targets and scenarios found")
+    sub.add_parser("doctor", help="what this machine has: providers, fault kinds, binaries and the Docker engine, "
+                                  "and how to get what is missing (one table)")
     clean = sub.add_parser("clean", help="remove what runs whose runner was killed left behind (server data, "
                                          "a namespace on an external server)")
     clean.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
@@ -338,6 +340,8 @@ def command(argv: list[str] | None = None) -> int:
             return _target(args)
         if args.command == "clean":
             return _clean(args)
+        if args.command == "doctor":
+            return doctor.main()
         if args.command == "toxiproxy":
             serve(args.host, args.port, _say)
             return 0

@@ -209,6 +209,8 @@ def _fault_row(kind: FaultKind) -> DoctorRow:
     needs = [f"needs backend capability {', '.join(sorted(kind.needs))}"] if kind.needs else []
     if kind.network:
         needs.append(f"needs a proxy per worker (Toxiproxy: {_toxiproxy()})")
+    if kind.containers:
+        needs.append("needs the workers in containers (target.toml's image, or --worker-image)")
     if kind.preflight is not None:
         try:
             kind.preflight()

@@ -68,8 +68,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     from chaos.discovery import available_scenarios, find_target
     from chaos.errors import ConfigError
+    from chaos.suite.spec import runnable
 
-    scenarios = config.getoption("--chaos-scenario") or sorted(available_scenarios())
+    named_scenarios = config.getoption("--chaos-scenario")
     # A known-bad cell's id, as the item shows it (chaos[...]) or bare.
     xfail = {entry.removeprefix(f"{ITEM}[").removesuffix("]") for entry in config.getini("chaos_xfail")}
     try:
@@ -80,6 +81,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     cells = ChaosCells.from_parent(session, name="queue-chaos", nodeid="queue-chaos")
     made: set[str] = set()
     for target in targets:
+        # By default every scenario a run of the target can take here (not those needing containers it lacks).
+        scenarios = named_scenarios or [name for name in sorted(available_scenarios()) if runnable(target, name)]
         for scenario in scenarios:
             for seed in _seeds(config):
                 named = Path(scenario).stem if scenario.endswith(".py") else scenario  # a scenario file's name

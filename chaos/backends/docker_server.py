@@ -133,7 +133,7 @@ class DockerServer(Backend):
             self.port = ports.reserve()
             wrapper = self.wrapper(image)
             wrapper.with_name(self.container_name)
-            wrapper.ports[str(self.container_port)] = (HOST, self.port)  # loopback only, on the reserved port
+            wrapper.ports[str(self.container_port)] = (HOST, self.port)  # type: ignore[assignment]  # loopback only
             wrapper.with_volume_mapping(self.volume_name, self.data_path, "rw")
             wrapper.with_kwargs(labels=labels, network=self.network_name)
             self._wrapper = wrapper
@@ -248,10 +248,13 @@ class DockerServer(Backend):
 
         with contextlib.suppress(ConfigError):
             client = engine.client()
-            for remove in (lambda: client.containers.get(self.container_name).remove(force=True, v=True),
-                           lambda: client.networks.get(self.network_name).remove(),
-                           lambda: client.volumes.get(self.volume_name).remove(force=True)):
+            for collection, name in ((client.containers, self.container_name), (client.networks, self.network_name),
+                                     (client.volumes, self.volume_name)):
                 with contextlib.suppress(docker.errors.NotFound):
-                    remove()
+                    found = collection.get(name)
+                    if collection is client.containers:
+                        found.remove(force=True, v=True)
+                    else:
+                        found.remove()
         if self.port:
             ports.release(self.port)

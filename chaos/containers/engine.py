@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
 from chaos.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -34,6 +32,8 @@ class EngineStatus:
 
 
 def labels(run_id: str) -> dict[str, str]:
+    import psutil  # here, not at the top: the checker imports the fault kinds, which import this module
+
     me = psutil.Process()
     return {OWNER_LABEL: OWNER, RUN_LABEL: run_id, RUNNER_LABEL: f"{me.pid}:{me.create_time():.2f}"}
 
@@ -102,6 +102,8 @@ def orphaned_runs() -> set[str]:
 
 
 def _alive(runner: str) -> bool:
+    import psutil
+
     pid, _, born = runner.partition(":")
     try:
         process = psutil.Process(int(pid))

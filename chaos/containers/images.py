@@ -80,7 +80,8 @@ def _stamps(paths: Iterable[str]) -> list[tuple[str, int, int]]:
         try:
             found = os.stat(path)
         except OSError as exc:
-            raise ConfigError(f"An image of the suite is built from the host's {path}, which is missing ({exc.strerror}). "
+            raise ConfigError(f"An image of the suite is built from the host's {path}, which is missing "
+                              f"({exc.strerror}). "
                               "Install the backend's Debian package (bash ci/setup.sh does).") from exc
         stamps.append((path, found.st_size, int(found.st_mtime)))
     return stamps

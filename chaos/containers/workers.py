@@ -93,7 +93,7 @@ class WorkerContainers:
         docker_cli = shutil.which("docker")
         if docker_cli is None:
             raise ConfigError("Workers in containers are started with the docker command, which is not on PATH. "
-                              f"Install Debian's docker.io (ci/setup.sh does), or drop the target's image.")
+                              "Install Debian's docker.io (ci/setup.sh does), or drop the target's image.")
         container = f"queue-chaos-{self.run_id}-{name}-{next(self._numbers)}"
         command = [docker_cli, "run", "--rm", "--init", "--name", container, "--network", "host"]
         for key, value in engine.labels(self.run_id).items():

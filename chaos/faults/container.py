@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from chaos.backends.base import CONTAINER
+from chaos.containers.engine import client as engine_client
 from chaos.faults.base import FaultKind, FaultWorld, Params
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ def _prove_pause(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
     if not pids:
         return False, f"{fault.target}'s container held no live process to freeze"
     thawed = f", thawed at {run.at(fault.healed)}" if fault.healed else ", never thawed"
-    return True, f"{fault.target}'s container paused (cgroup freezer): {len(pids)} process(es) frozen, pids {pids}{thawed}"
+    return True, (f"{fault.target}'s container paused (cgroup freezer): {len(pids)} process(es) frozen, "
+                  f"pids {pids}{thawed}")
 
 
 def _kill(world: FaultWorld, target: str, params: Params) -> Params:
@@ -78,10 +80,16 @@ def _prove_disconnect(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
     return True, f"the backend's container was on no network while it lasted{back}"
 
 
+def _engine() -> None:
+    """A container fault needs a Docker engine that answers (ConfigError, before anything starts)."""
+    engine_client()
+
+
 PAUSE = FaultKind("pause", takes_owner=True, excuses="since_claim", suspends=True, prove=_prove_pause,
-                  containers=True, inject=_pause, heal=_thaw)
+                  containers=True, preflight=_engine, inject=_pause, heal=_thaw)
 CONTAINER_KILL = FaultKind("container_kill", takes_owner=True, ends_executions=True, excuses="since_claim",
-                           prove=_prove_kill, containers=True, inject=_kill, settle=_reap)
+                           prove=_prove_kill, containers=True, preflight=_engine, inject=_kill, settle=_reap)
 DISCONNECT = FaultKind("disconnect", reach="everyone", takes_owner=True, excuses="since_claim",
-                       recovery_from="healed", prove=_prove_disconnect, needs=frozenset({CONTAINER}), inject=_disconnect, heal=_connect)
+                       recovery_from="healed", prove=_prove_disconnect, needs=frozenset({CONTAINER}),
+                       preflight=_engine, inject=_disconnect, heal=_connect)
 KINDS = (PAUSE, CONTAINER_KILL, DISCONNECT)

@@ -17,7 +17,8 @@ known-answer matrix (targets/known_answers.toml):
     violation = "stuck"          # the violation a failing cell must name, with its witness
 
 A file (for its cells) or a cell may say where it runs: `backend = "docker"` (the provider, --backend)
-and `worker_image = "queue-chaos/python"` (--worker-image). A cell may also state `counts`, `max_recovery_s`, `min_recovery_s`, `witness_order`, `anomalies`,
+and `worker_image = "queue-chaos/python"` (--worker-image). A cell may also state `counts`,
+`max_recovery_s`, `min_recovery_s`, `witness_order`, `anomalies`,
 `rule` and `server_bug` (chaos.suite.expect says what each checks). Everything is checked when the file
 is read: a mistake is one paragraph naming the file and the cell, before anything runs.
 """
@@ -39,7 +40,8 @@ from chaos.suite.cell import VERDICTS, Cell, Planned
 SUITE_FILE = "chaos.toml"
 SETTINGS = ("backend", "worker_image")  # where a cell runs: in the file, for its cells; in a cell, for it
 SUITE_KEYS = {"seeds", "repeat", "correct", "cell", "include", *SETTINGS}
-CELL_KEYS = {*SETTINGS, "target", "scenario", "scenarios", "params", "contract", "scenario_params", "verdict", "violation",
+CELL_KEYS = {*SETTINGS, "target", "scenario", "scenarios", "params", "contract", "scenario_params", "verdict",
+             "violation",
              "counts", "max_recovery_s", "min_recovery_s", "witness_order", "anomalies", "rule", "server_bug"}
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 
@@ -103,8 +105,9 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
     if not isinstance(correct, list) or not all(isinstance(name, str) for name in correct):
         raise ConfigError(f"{where}: correct = {correct!r}; expected a list of target names, each of which passes "
                           "every scenario.")
-    made = [Cell(target, scenario, listed=False, **defaults) for target in correct for scenario in _all_scenarios()
-            if (target, scenario) not in plain and _runnable(target, scenario, **defaults)]
+    made = [Cell(target, scenario, listed=False, backend=defaults["backend"], worker_image=defaults["worker_image"])
+            for target in correct for scenario in _all_scenarios()
+            if (target, scenario) not in plain and runnable(target, scenario, **defaults)]
     seen: dict[str, Cell] = {}
     for cell in cells:
         if cell.id in seen:
@@ -185,7 +188,7 @@ def _all_scenarios() -> list[str]:
     return sorted(available_scenarios())
 
 
-def _runnable(target: str, scenario: str, backend: str | None = None, worker_image: str | None = None) -> bool:
+def runnable(target: str, scenario: str, backend: str | None = None, worker_image: str | None = None) -> bool:
     """Whether the target's backend, from the suite's provider, offers every capability the scenario's
     faults need, and its workers run in containers where a fault acts on theirs: a server the suite cannot
     restart (an emulator without persistence) holds a correct target to the scenarios it can run, and
@@ -218,7 +221,9 @@ def _cell(entry: dict[str, Any], where: str) -> list[Cell]:
                      None if entry.get("anomalies") is None else _strings(entry["anomalies"]),
                      _optional_float(entry, "min_recovery_s"), _optional_str(entry, "server_bug"),
                      backend=_optional_str(entry, "backend"), worker_image=_optional_str(entry, "worker_image"))
-                for scenario in _scenarios(entry)]
+                for scenario in _scenarios(entry)
+                if entry.get("scenarios") != "all" or runnable(target, scenario, entry.get("backend"),
+                                                               entry.get("worker_image"))]
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where} ({target}): {exc}.") from exc
 

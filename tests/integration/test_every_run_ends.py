@@ -206,7 +206,8 @@ def test_choices_that_are_not_a_table_are_named(tmp_path: Path) -> None:
 
 def test_a_choice_that_is_not_a_list_is_named(tmp_path: Path) -> None:
     path = target(tmp_path)
-    toml = (path / "target.toml").read_text().replace('heartbeat = ["thread", "inline", "none", "sidecar"]', 'heartbeat = "abc"')
+    toml = (path / "target.toml").read_text().replace('heartbeat = ["thread", "inline", "none", "sidecar"]',
+                                                      'heartbeat = "abc"')
     (path / "target.toml").write_text(toml)
     result = run(tmp_path, path, "no_faults", "-p", "heartbeat=inline")
     assert result.code == 2 and "choices heartbeat = 'abc'" in result.stderr, result.stderr

@@ -46,13 +46,15 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.ledger": ("chaos.errors", "chaos.events"),
     # A backend's control shares its wire format (keys, entries) with the worker side.
     "chaos.backends": ("chaos.backends", "chaos.errors", "chaos.events", "chaos.procs", "chaos.ports", "chaos.contract",
-                       "chaos.target", "chaos.worker"),
+                       "chaos.target", "chaos.worker", "chaos.containers"),
+    # The Docker engine, the images built here and workers in containers.
+    "chaos.containers": ("chaos.containers", "chaos.errors"),
     "chaos.backends.base": ("chaos.events",),
     "chaos.backends.options": ("chaos.errors",),
     "chaos.backends.registry": ("chaos.backends.base", "chaos.backends.options", "chaos.errors"),
     "chaos.target": ("chaos.backends.base", "chaos.backends.options", "chaos.backends.registry", "chaos.contract",
                      "chaos.errors", "chaos.names", "chaos.usercode"),
-    "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base"),
+    "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base", "chaos.containers.engine"),
     "chaos.check": ("chaos.check", "chaos.faults", "chaos.events", "chaos.contract"),
     "chaos.reports": ("chaos.reports", "chaos.check", "chaos.errors", "chaos.events", "chaos.faults"),
     "chaos.scenario": ("chaos.contract", "chaos.errors", "chaos.events", "chaos.faults", "chaos.names",
@@ -67,6 +69,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.suite": ("chaos",),
     "chaos.pytest_plugin": ("chaos",),
     "chaos.cli": ("chaos",),
+    "chaos.doctor": ("chaos.backends", "chaos.containers", "chaos.errors", "chaos.faults"),
     "chaos.__main__": ("chaos.cli",),
     "chaos": (),  # the package itself: lazy, it imports nothing when it runs
 }
