@@ -248,13 +248,10 @@ class DockerServer(Backend):
 
         with contextlib.suppress(ConfigError):
             client = engine.client()
-            for collection, name in ((client.containers, self.container_name), (client.networks, self.network_name),
-                                     (client.volumes, self.volume_name)):
+            with contextlib.suppress(docker.errors.NotFound):
+                client.containers.get(self.container_name).remove(force=True, v=True)
+            for collection, name in ((client.networks, self.network_name), (client.volumes, self.volume_name)):
                 with contextlib.suppress(docker.errors.NotFound):
-                    found = collection.get(name)
-                    if collection is client.containers:
-                        found.remove(force=True, v=True)
-                    else:
-                        found.remove()
+                    collection.get(name).remove()
         if self.port:
             ports.release(self.port)

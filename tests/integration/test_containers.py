@@ -58,7 +58,7 @@ def test_the_known_answers_hold_on_containers(tmp_path: Path) -> None:
             assert (target, scenario) in asked
     assert {"pause_past_deadline", "disconnect_backend_during_recovery"} <= set(bundled_scenarios())
     for cell in document["cells"]:
-        run_dir = Path(cell["run_dir"])
+        run_dir = out / cell["run_dir"]
         assert not run_processes(run_dir), run_dir
         assert not left_of(run_dir.name), run_dir
 
