@@ -92,7 +92,11 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
     if unknown:
         raise ConfigError(f"{where} sets {', '.join(sorted(unknown))}, which a suite file does not take; expected "
                           f"among {', '.join(sorted(SUITE_KEYS))}.")
-    defaults = {key: _optional_str(raw, key) for key in SETTINGS}
+    try:
+        defaults = {key: _optional_str(raw, key) for key in SETTINGS}
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}: where its cells run (a provider, --backend; an image, --worker-image)."
+                          ) from exc
     listed = [_cell({**{k: v for k, v in defaults.items() if v}, **entry}, f"{where}, cell {number}")
               for number, entry in enumerate(_tables(raw, where), 1)]
     cells = [cell for group in listed for cell in group]

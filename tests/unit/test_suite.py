@@ -47,11 +47,39 @@ violation = "stuck"
     assert len({p.key for p in planned}) == 6, "a key names a cell and seed, whatever the repeat"
 
 
-def test_scenarios_all_and_correct_targets_cover_every_scenario(tmp_path: Path) -> None:
+CONTAINER_SCENARIOS = ["disconnect_backend_during_recovery", "pause_past_deadline"]  # docker provider, worker image
+
+
+def on_the_host() -> list[str]:
+    """The bundled scenarios a run on the local provider with no worker containers can take."""
+    return [s for s in bundled_scenarios() if s not in CONTAINER_SCENARIOS]
+
+
+def test_scenarios_all_and_correct_targets_cover_every_scenario_a_run_can_take(tmp_path: Path) -> None:
     suite = load_suite(write(tmp_path, 'correct = ["pg_lease"]\n[[cell]]\ntarget = "pg_naive"\nscenarios = "all"\n'))
-    assert sorted(c.scenario for c in suite.cells if c.target == "pg_naive") == bundled_scenarios()
-    assert sorted(c.scenario for c in suite.cells if c.target == "pg_lease") == bundled_scenarios()
+    assert sorted(c.scenario for c in suite.cells if c.target == "pg_naive") == on_the_host()
+    assert sorted(c.scenario for c in suite.cells if c.target == "pg_lease") == on_the_host()
     assert all(not c.listed for c in suite.cells if c.target == "pg_lease")
+
+
+def test_where_a_suite_runs_decides_which_scenarios_all_is(tmp_path: Path) -> None:
+    """A suite on the docker provider with workers in containers takes the container scenarios too; a cell
+    of its own says where it runs, and its id and command line say so."""
+    suite = load_suite(write(tmp_path, 'backend = "docker"\nworker_image = "queue-chaos/python"\n'
+                                       'correct = ["pg_lease"]\n[[cell]]\ntarget = "pg_naive"\nbackend = "local"\n'
+                                       'worker_image = "queue-chaos/python"\nscenarios = "all"\n'))
+    made = [c for c in suite.cells if c.target == "pg_lease"]
+    assert sorted(c.scenario for c in made) == bundled_scenarios()
+    assert all(c.backend == "docker" and c.worker_image == "queue-chaos/python" for c in made)
+    naive = [c for c in suite.cells if c.target == "pg_naive"]
+    assert sorted(c.scenario for c in naive) == [s for s in bundled_scenarios() if s != CONTAINER_SCENARIOS[0]]
+    assert naive[0].argv(1, tmp_path)[-4:] == ["--backend", "local", "--worker-image", "queue-chaos/python"]
+    assert "--backend=local" in naive[0].id and "--backend local" in naive[0].variant
+
+
+def test_a_setting_of_where_a_suite_runs_that_is_no_name_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="backend"):
+        load_suite(write(tmp_path, 'backend = 3\ncorrect = ["pg_lease"]\n'))
 
 
 def test_a_correct_target_gets_no_cell_for_a_scenario_its_local_provider_refuses(tmp_path: Path) -> None:
@@ -60,8 +88,8 @@ def test_a_correct_target_gets_no_cell_for_a_scenario_its_local_provider_refuses
     suite = load_suite(write(tmp_path, 'correct = ["sqs_visibility", "pg_lease"]\n'))
     made = {target: sorted(c.scenario for c in suite.cells if c.target == target) for target in ("sqs_visibility",
                                                                                                    "pg_lease")}
-    assert made["pg_lease"] == bundled_scenarios()
-    assert made["sqs_visibility"] == [s for s in bundled_scenarios() if s != "restart_backend_during_recovery"]
+    assert made["pg_lease"] == on_the_host()
+    assert made["sqs_visibility"] == [s for s in on_the_host() if s != "restart_backend_during_recovery"]
 
 
 def test_pyproject_tool_chaos_is_a_suite_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
