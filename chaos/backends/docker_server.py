@@ -39,7 +39,7 @@ class DockerServer(Backend):
     provider: ClassVar[str] = "docker"
     capabilities: ClassVar[frozenset[str]] = frozenset({RESTART, KILL, CONTAINER})
     name: ClassVar[str] = ""
-    container_port: ClassVar[int] = 0
+    container_ports: ClassVar[dict[str, int]] = {}  # name -> the container's port; "client" is its clients'
     data_path: ClassVar[str] = "/data"  # where the volume is mounted in the container
 
     def __init__(self, settings: BackendSettings) -> None:
@@ -49,7 +49,7 @@ class DockerServer(Backend):
         self.container_name = f"queue-chaos-{settings.run_id}-{self.kind}"
         self.volume_name = f"{self.container_name}-data"
         self.network_name = f"{self.container_name}-{NETWORK_SUFFIX}"
-        self.port = 0
+        self.ports: dict[str, int] = {}  # name -> the host port it is published on (127.0.0.1)
         self._on_event = settings.on_event
         self._wrapper: DockerContainer | None = None
         self._started = False
@@ -85,6 +85,10 @@ class DockerServer(Backend):
         return option.check(self.options.get(option.name, option.default), f"the docker {self.name} server")
 
     # -- Backend -------------------------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self.ports.get("client", 0)
 
     @property
     def endpoint(self) -> Endpoint:
@@ -130,17 +134,19 @@ class DockerServer(Backend):
             labels = engine.labels(self.run_id)
             client.volumes.create(self.volume_name, labels=labels)
             client.networks.create(self.network_name, labels=labels)
-            self.port = ports.reserve()
+            self.ports = {name: ports.reserve() for name in self.container_ports}
             wrapper = self.wrapper(image)
             wrapper.with_name(self.container_name)
-            wrapper.ports[str(self.container_port)] = (HOST, self.port)  # type: ignore[assignment]  # loopback only
+            for name, inside in self.container_ports.items():  # on loopback only, on the reserved ports
+                wrapper.ports[str(inside)] = (HOST, self.ports[name])  # type: ignore[assignment]
             wrapper.with_volume_mapping(self.volume_name, self.data_path, "rw")
             wrapper.with_kwargs(labels=labels, network=self.network_name)
             self._wrapper = wrapper
             wrapper.start()
             self._wait_ready()
             self._started = True
-            self._emit(events.backend_start(pid=self.pid, port=self.port, provider=self.provider, image=image,
+            self._emit(events.backend_start(pid=self.pid, port=self.port, ports=self.ports, provider=self.provider,
+                                            image=image,
                                             container=self.container_name, volume=self.volume_name,
                                             network=self.network_name, run_label=self.run_id,
                                             start_s=round(time.monotonic() - began, 3), **self.describe()))
@@ -253,5 +259,4 @@ class DockerServer(Backend):
             for collection, name in ((client.networks, self.network_name), (client.volumes, self.volume_name)):
                 with contextlib.suppress(docker.errors.NotFound):
                     collection.get(name).remove()
-        if self.port:
-            ports.release(self.port)
+        ports.release(*self.ports.values())

@@ -20,4 +20,5 @@ REFERENCE_TARGET = "beanstalkd_ttr"  # the bundled correct target `chaos target 
 PROVIDERS = {
     "local": Provider("beanstalkd", "local", "chaos.backends.beanstalkd.local:LocalBeanstalkd", (BINLOG,)),
     "external": Provider("beanstalkd", "external", "chaos.backends.beanstalkd.external:ExternalBeanstalkd"),
+    "docker": Provider("beanstalkd", "docker", "chaos.backends.beanstalkd.docker:DockerBeanstalkd", (BINLOG,)),
 }

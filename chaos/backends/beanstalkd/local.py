@@ -11,6 +11,16 @@ from chaos.backends.local_server import HOST, LocalServer, require_binary
 from chaos.worker.beanstalkd import tube_for
 
 
+def answers(host: str, port: int) -> bool:
+    """Whether a beanstalkd there answers `stats` (it serves clients once it has replayed its binlog)."""
+    try:
+        with socket.create_connection((host, port), timeout=2) as sock:
+            sock.sendall(b"stats\r\n")
+            return sock.recv(16).startswith(b"OK ")
+    except OSError:
+        return False
+
+
 class LocalBeanstalkd(LocalServer):
     kind: ClassVar[str] = "beanstalkd"
     name: ClassVar[str] = "beanstalkd"
@@ -26,12 +36,7 @@ class LocalBeanstalkd(LocalServer):
         return argv + (["-b", str(self.data_dir)] if self.binlog else [])
 
     def ready(self) -> bool:
-        try:
-            with socket.create_connection((HOST, self.port), timeout=2) as sock:
-                sock.sendall(b"stats\r\n")
-                return sock.recv(16).startswith(b"OK ")
-        except OSError:
-            return False
+        return answers(HOST, self.port)
 
     def url_at(self, host: str, port: int) -> str:
         return f"beanstalk://{host}:{port}"

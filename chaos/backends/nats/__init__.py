@@ -17,4 +17,5 @@ REFERENCE_TARGET = "nats_jetstream"  # the bundled correct target `chaos target 
 PROVIDERS = {
     "local": Provider("nats", "local", "chaos.backends.nats.local:LocalNats"),
     "external": Provider("nats", "external", "chaos.backends.nats.external:ExternalNats"),
+    "docker": Provider("nats", "docker", "chaos.backends.nats.docker:DockerNats"),
 }

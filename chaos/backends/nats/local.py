@@ -13,6 +13,16 @@ from chaos.backends.local_server import HOST, LocalServer, require_binary
 from chaos.worker.nats import stream_for
 
 
+def healthy(host: str, monitor_port: int) -> bool:
+    """Ready once the monitoring port's health check passes: it fails until JetStream has recovered every
+    stream of its store (after a restart)."""
+    try:
+        with urllib.request.urlopen(f"http://{host}:{monitor_port}/healthz", timeout=2) as answer:
+            return bool(json.loads(answer.read()).get("status") == "ok")
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
 class LocalNats(LocalServer):
     kind: ClassVar[str] = "nats"
     name: ClassVar[str] = "NATS"
@@ -27,13 +37,7 @@ class LocalNats(LocalServer):
                 "-a", HOST, "-p", str(self.port), "-m", str(self.ports["monitor"]), "-n", self.marker]
 
     def ready(self) -> bool:
-        """Ready once the monitoring port's health check passes: it fails until JetStream has recovered
-        every stream of its store (after a restart)."""
-        try:
-            with urllib.request.urlopen(f"http://{HOST}:{self.ports['monitor']}/healthz", timeout=2) as answer:
-                return bool(json.loads(answer.read()).get("status") == "ok")
-        except (urllib.error.URLError, OSError, ValueError):
-            return False
+        return healthy(HOST, self.ports["monitor"])
 
     def url_at(self, host: str, port: int) -> str:
         return f"nats://{host}:{port}"

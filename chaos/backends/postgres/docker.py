@@ -50,7 +50,7 @@ def _bindir() -> str:
 class DockerPostgres(DockerServer, PostgresBackend):
     kind: ClassVar[str] = "postgres"
     name: ClassVar[str] = "PostgreSQL"
-    container_port: ClassVar[int] = PORT
+    container_ports: ClassVar[dict[str, int]] = {"client": PORT}
 
     @property
     def dsn(self) -> str:  # type: ignore[override]  # known once the port is

@@ -23,7 +23,7 @@ PORT = 6379
 class DockerRedis(DockerServer):
     kind: ClassVar[str] = "redis"
     name: ClassVar[str] = "Redis"
-    container_port: ClassVar[int] = PORT
+    container_ports: ClassVar[dict[str, int]] = {"client": PORT}
 
     namespace_for = staticmethod(namespace)
 
