@@ -42,6 +42,44 @@ def container_pids(container: Any) -> list[int]:
     return [int(row[0]) for row in listed.get("Processes") or []]
 
 
+def host_pid(member: psutil.Process, namespace_pid: int) -> int | None:
+    """The host pid of the process whose pid in its container's namespace is `namespace_pid`, found among
+    the processes of `member`'s cgroup (the container's: a process the worker daemonised is in it too)."""
+    for pid in _cgroup_pids(member.pid):
+        if _namespace_pid(pid) == namespace_pid:
+            return pid
+    return None
+
+
+def _cgroup_pids(pid: int) -> list[int]:
+    """The pids in the same `pids` cgroup as `pid` (cgroup v1's pids controller, else the v2 hierarchy)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        root = {"pids": "/sys/fs/cgroup/pids", "": "/sys/fs/cgroup"}.get(controllers)
+        if root is None:
+            continue
+        try:
+            return [int(found) for found in Path(root + path, "cgroup.procs").read_text().split()]
+        except OSError:
+            continue
+    return []
+
+
+def _namespace_pid(pid: int) -> int | None:
+    """The pid a process has in its innermost pid namespace (the last of its NSpid line)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def remove(container: str) -> None:
     """Remove a container of the run, whatever its state (the run's end; its `--rm` may not have run)."""
     import docker

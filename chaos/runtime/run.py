@@ -255,6 +255,7 @@ class Run:
                 sink = stack.enter_context(Sink(self.ledger, self.options.sink_mode))
                 supervisor = Supervisor(self.ledger, self.dir / "logs", self.target.shutdown_grace_s)
                 supervisor.grace_ends_by = ends_by
+                sink.host_pid = supervisor.host_pid
                 stack.callback(supervisor.close)
                 launcher = Launcher(self.target, control, environment, sink, supervisor, self.dir)
                 nemesis = Nemesis(self.ledger, RunWorld(supervisor, environment, launcher), self.scenario)

@@ -57,6 +57,9 @@ class Sink:
         self._commit_lock = threading.Lock()
         self._refusals: set[str] = set()
         self._server = JsonPostServer(self._answer)
+        # A probe's pid as the host sees it (the supervisor's, once it exists: a worker in a container
+        # reports the pid it has in the container's namespace).
+        self.host_pid: Callable[[str | None, Any], Any] = lambda worker, pid: pid
 
     @property
     def url(self) -> str:
@@ -92,6 +95,8 @@ class Sink:
 
     def handle(self, point: str, probe: dict[str, Any], client_alive: Callable[[], bool]) -> dict[str, Any]:
         """Run one probe through gates and the ledger; returns the answer body."""
+        if "pid" in probe:
+            probe["pid"] = self.host_pid(probe.get("worker"), probe["pid"])
         before = self.gates.match("before", point, probe)
         if before:
             self._held(before, point, probe)

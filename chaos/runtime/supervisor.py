@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from chaos import events
 from chaos.containers import engine
-from chaos.containers.workers import WorkerContainers, container_env, container_pids, worker_process
+from chaos.containers.workers import WorkerContainers, container_env, container_pids, host_pid, worker_process
 from chaos.containers.workers import remove as remove_container
 from chaos.containment import SWEEP_S, RunCgroup, enter_cgroup, new_marker, sweep
 from chaos.errors import ConfigError, HarnessError
@@ -86,6 +86,7 @@ class Supervisor:
                 self.cgroup.remove()
             raise
         self._spawner = Spawner()
+        self._host_pids: dict[tuple[str, int], int] = {}  # (container, pid in it) -> host pid
 
     def start(self, name: str, argv: list[str], env: dict[str, str], role: str = "worker",
               cwd: Path | None = None, containers: WorkerContainers | None = None) -> Managed:
@@ -238,6 +239,21 @@ class Supervisor:
         container.kill()
         managed.paused = False
         return pids
+
+    def host_pid(self, worker: str | None, pid: Any) -> Any:
+        """A probe's pid as the host sees it: a worker in a container reports its pid in the container's
+        namespace, which neither signals nor the ledger's process records use. Found once per process and
+        kept, so a probe that arrives after its process died still names it."""
+        managed = self.processes.get(worker or "")
+        if managed is None or managed.container is None or not isinstance(pid, int):
+            return pid
+        key = (managed.container, pid)
+        if key not in self._host_pids:
+            found = host_pid(managed.identity, pid)
+            if found is None:
+                return pid
+            self._host_pids[key] = found
+        return self._host_pids[key]
 
     @staticmethod
     def _container(managed: Managed) -> Container:
