@@ -101,6 +101,19 @@ class Context(Protocol):
         """SIGSTOP a worker until a ledger event satisfies `predicate` (at most `max_s`), then SIGCONT;
         a held `gate` is released while it is stopped. Whether the predicate held."""
 
+    def pause_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
+                    gate: Gate | None = None) -> bool:
+        """Freeze a worker's whole container (the cgroup freezer: every process in it, however it detached)
+        until `predicate` (at most `max_s`), then thaw it; needs the workers in containers."""
+
+    def kill_container(self, worker: str, gate: Gate | None = None) -> list[int]:
+        """SIGKILL a worker's container: every process in it dies; the host pids it held."""
+
+    def disconnect_backend_until(self, predicate: Callable[[Event], bool], max_s: float,
+                                 gate: Gate | None = None) -> bool:
+        """Cut the backend's container off its network until `predicate` (at most `max_s`), then connect it
+        again; needs the docker provider."""
+
     def restart(self, name: str, gate: Gate | None = None) -> int:
         """SIGKILL a worker or the reconciler and start it again under the same name; its new pid."""
 

@@ -142,14 +142,17 @@ class DockerServer(Backend):
             wrapper.with_volume_mapping(self.volume_name, self.data_path, "rw")
             wrapper.with_kwargs(labels=labels, network=self.network_name)
             self._wrapper = wrapper
-            wrapper.start()
+            try:
+                wrapper.start()
+            except Exception as exc:  # the engine's refusal or testcontainers' wait: the container did not start
+                raise HarnessError(f"the {self.name} container {self.container_name} did not start: "
+                                   f"{type(exc).__name__}: {exc}") from exc
             self._wait_ready()
             self._started = True
-            self._emit(events.backend_start(pid=self.pid, port=self.port, ports=self.ports, provider=self.provider,
-                                            image=image,
-                                            container=self.container_name, volume=self.volume_name,
-                                            network=self.network_name, run_label=self.run_id,
-                                            start_s=round(time.monotonic() - began, 3), **self.describe()))
+            self._emit(events.backend_start(
+                pid=self.pid, port=self.port, ports=self.ports, provider=self.provider, image=image,
+                container=self.container_name, volume=self.volume_name, network=self.network_name,
+                run_label=self.run_id, start_s=round(time.monotonic() - began, 3), **self.describe()))
         except BaseException:
             LIVE.discard(self)
             self._teardown()

@@ -36,7 +36,39 @@ def container_env(env: dict[str, str], always: tuple[str, ...]) -> list[str]:
     return sorted({key for key, value in env.items() if os.environ.get(key) != value} | set(always))
 
 
-def container_pids(container: Any) -> list[int]:
+def set_paused(container: str, paused: bool) -> list[int]:
+    """Freeze (or thaw) every process of a container through the cgroup freezer; the host pids it holds."""
+    import docker
+
+    try:
+        found = engine.client().containers.get(container)
+        pids = _pids(found)
+        if paused:
+            found.pause()
+        else:
+            found.unpause()
+        found.reload()
+    except docker.errors.APIError as exc:
+        raise HarnessError(f"could not {'pause' if paused else 'unpause'} the container {container}: {exc}") from exc
+    if (found.status == "paused") != paused:
+        raise HarnessError(f"the container {container} is {found.status} after a {'pause' if paused else 'unpause'}")
+    return pids
+
+
+def kill_container(container: str) -> list[int]:
+    """SIGKILL a container's init, so that every process in it dies; the host pids it held."""
+    import docker
+
+    try:
+        found = engine.client().containers.get(container)
+        pids = _pids(found)
+        found.kill()
+    except docker.errors.APIError as exc:
+        raise HarnessError(f"could not kill the container {container}: {exc}") from exc
+    return pids
+
+
+def _pids(container: Any) -> list[int]:
     """The host pids of a container's processes (`docker top`)."""
     listed = container.top(ps_args="-o pid")
     return [int(row[0]) for row in listed.get("Processes") or []]

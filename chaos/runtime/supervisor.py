@@ -16,13 +16,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 
 from chaos import events
-from chaos.containers import engine
-from chaos.containers.workers import WorkerContainers, container_env, container_pids, host_pid, worker_process
+from chaos.containers.workers import (
+    WorkerContainers,
+    container_env,
+    host_pid,
+    kill_container,
+    set_paused,
+    worker_process,
+)
 from chaos.containers.workers import remove as remove_container
 from chaos.containment import SWEEP_S, RunCgroup, enter_cgroup, new_marker, sweep
 from chaos.errors import ConfigError, HarnessError
@@ -30,9 +36,6 @@ from chaos.faults.base import Scope
 from chaos.ledger import Ledger
 from chaos.procs import die_with_parent, kill_group, wait_dead, wait_stopped
 from chaos.runtime.spawner import Spawner
-
-if TYPE_CHECKING:
-    from docker.models.containers import Container
 
 STOP_BOUND_S = 10.0  # how long a SIGSTOPped process may take to show stopped before the stop is a harness error
 
@@ -211,32 +214,21 @@ class Supervisor:
 
     def pause(self, name: str, paused: bool) -> list[int]:
         """Freeze (or thaw) every process of a worker's container at once, through the cgroup freezer; the
-        host pids of its processes. A worker not in a container is the caller's mistake (ConfigError)."""
-        managed = self.processes[name]
-        container = self._container(managed)
+        host pids of its processes."""
+        managed = self._in_container(name)
         if not managed.alive:
             return []
-        pids = container_pids(container)
-        if paused:
-            container.pause()
-        else:
-            container.unpause()
-        container.reload()
-        if (container.status == "paused") != paused:
-            raise HarnessError(f"{name}: its container {managed.container} is {container.status} after a "
-                               f"{'pause' if paused else 'unpause'}")
+        pids = set_paused(managed.container or "", paused)
         managed.paused = paused
         return pids
 
     def kill_container(self, name: str) -> list[int]:
         """SIGKILL a worker's container (its init, so every process in it dies); the host pids it had."""
-        managed = self.processes[name]
-        container = self._container(managed)
+        managed = self._in_container(name)
         if not managed.alive:
             return []
-        pids = container_pids(container)
         managed.ending = True
-        container.kill()
+        pids = kill_container(managed.container or "")
         managed.paused = False
         return pids
 
@@ -255,13 +247,13 @@ class Supervisor:
             self._host_pids[key] = found
         return self._host_pids[key]
 
-    @staticmethod
-    def _container(managed: Managed) -> Container:
+    def _in_container(self, name: str) -> Managed:
+        managed = self.processes[name]
         if managed.container is None:
-            raise ConfigError(f"{managed.name} does not run in a container, so a container fault cannot reach it. "
-                              "Give the target an image (image = \"queue-chaos/python\" in target.toml, or "
-                              "--worker-image), or use the signal faults (stop, kill).")
-        return engine.client().containers.get(managed.container)
+            raise ConfigError(f"{name} does not run in a container, so a container fault cannot reach it. Give the "
+                              "target an image (image = \"queue-chaos/python\" in target.toml, or --worker-image), or "
+                              "use the signal faults (stop, kill).")
+        return managed
 
     def all_exited(self, role: str) -> bool:
         """Whether processes of this role were started and none is alive any more."""

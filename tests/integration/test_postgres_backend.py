@@ -312,7 +312,7 @@ def test_external_without_url_is_a_config_error(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_unknown_provider_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="among external, local, but got 'cloud'"):
+    with pytest.raises(ConfigError, match="among docker, external, local, but got 'cloud'"):
         open_postgres("cloud", None, "run")
 
 

@@ -29,4 +29,5 @@ PROVIDERS = {
     "local": Provider("rabbitmq", "local", "chaos.backends.rabbitmq.local:LocalRabbitMQ",
                       (CONSUMER_TIMEOUT_MS, MANAGEMENT)),
     "external": Provider("rabbitmq", "external", "chaos.backends.rabbitmq.external:ExternalRabbitMQ"),
+    "docker": Provider("rabbitmq", "docker", "chaos.backends.rabbitmq.docker:DockerRabbitMQ", (CONSUMER_TIMEOUT_MS,)),
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,10 +31,10 @@ if TYPE_CHECKING:
 PORT = 5672
 NODE = "rabbit@localhost"
 ERLANG = "/usr/lib/erlang"
-RABBITMQ = "/usr/lib/rabbitmq"
 # What the server scripts (rabbitmq-server, rabbitmq-env, rabbitmq-defaults), Erlang's erl and the
-# entrypoint run besides the shell's builtins; df is the node's free disk space monitor.
-TOOLS = ("basename", "dirname", "readlink", "date", "expr", "mkdir", "df")
+# entrypoint run besides the shell's builtins; the node itself runs df (its free disk space monitor) and
+# getconf (the memory page size).
+TOOLS = ("basename", "dirname", "readlink", "date", "expr", "mkdir", "df", "getconf")
 ENTRYPOINT = "/usr/local/bin/queue-chaos-rabbitmq"
 # Writes the run's config into the volume on every start (the options travel in the container's env),
 # then execs the server script, which execs the VM (NOTIFY_SOCKET set): the VM is the container's main
@@ -57,6 +58,8 @@ SERVER_ENV = {
     "NOTIFY_SOCKET": "/data/no-systemd",
     "PATH": f"{ERLANG}/bin:/usr/bin",
 }
+PLUGINS = ("rabbitmq_event_exchange",)  # the local provider's: connection.created names each connection
+_APPLICATIONS = re.compile(r"\{\s*(?:included_)?applications\s*,\s*\[([^\]]*)\]")
 # localhost from /etc/hosts first: the network's DNS would be asked for it otherwise, and is gone once the
 # container is cut off its network.
 NSSWITCH = "hosts: files dns\n"
@@ -67,23 +70,56 @@ def _tools() -> tuple[str, ...]:
     missing = [tool for tool, path in found.items() if path is None]
     if missing:
         raise ConfigError(f"The docker RabbitMQ provider's image takes the host's {', '.join(missing)} for the "
-                          "server's scripts, which are not on PATH. Install them (Debian: apt-get install coreutils) "
-                          "or put their folder on PATH.")
+                          "server and its scripts, which are not on PATH. Install them (Debian: apt-get install "
+                          "coreutils libc-bin) or put their folder on PATH.")
     return tuple(str(path) for path in found.values())
 
 
-def _erlang() -> str:
-    if not glob.glob(f"{ERLANG}/erts-*/bin/beam.smp"):
+# The image's folders are listed so that each is copied before a link elsewhere reaches into it: the image
+# builder copies a folder it already made as a link target's parent no further (bin/epmd links into
+# erts-*/bin, and the server's bin/ into lib/rabbitmq_server-*/sbin).
+def _server_folders(server: str) -> tuple[str, ...]:
+    """The server's scripts, the plugins the node starts, then the folder of links to its scripts (the
+    command-line tools' escripts and the plugins no run enables stay out: a third of the size)."""
+    home = os.path.dirname(os.path.dirname(os.path.realpath(server)))
+    return (os.path.join(home, "sbin"), *_plugins(os.path.join(home, "plugins")), os.path.dirname(server))
+
+
+def _plugins(folder: str) -> list[str]:
+    """The folders of rabbit and the enabled plugins, and of every application they need, as their .app
+    files list them (the applications the node starts; the rest of what it loads is Erlang's own)."""
+    found = {os.path.basename(path).rpartition("-")[0]: path for path in glob.glob(os.path.join(folder, "*-*"))
+             if os.path.isdir(path)}
+    wanted, todo = set(), ["rabbit", *PLUGINS]
+    while todo:
+        app = todo.pop()
+        if app in wanted or app not in found:
+            continue  # an application of Erlang's own (kernel, mnesia...), or already listed
+        wanted.add(app)
+        with open(os.path.join(found[app], "ebin", f"{app}.app"), encoding="utf-8") as file:
+            listed = _APPLICATIONS.findall(file.read())
+        todo += [name for names in listed for name in re.findall(r"\w+", names)]
+    if "rabbit" not in wanted:
+        raise ConfigError(f"The docker RabbitMQ provider builds its image from the host's RabbitMQ, whose plugins "
+                          f"folder {folder} has no rabbit application. Reinstall it (Debian: apt-get install "
+                          "--reinstall rabbitmq-server, or run ci/setup.sh).")
+    return sorted(found[app] for app in wanted)
+
+
+def _erlang() -> tuple[str, ...]:
+    """The Erlang runtime the server scripts' `erl` runs: the emulator first, then the rest of its root."""
+    emulators = sorted(os.path.dirname(os.path.dirname(path)) for path in glob.glob(f"{ERLANG}/erts-*/bin/beam.smp"))
+    if not emulators:
         raise ConfigError(f"The docker RabbitMQ provider builds its image from the host's Erlang runtime in {ERLANG}, "
                           "which is not installed. Install it (Debian: apt-get install rabbitmq-server, which brings "
                           "erlang-base, or run ci/setup.sh).")
-    return ERLANG
+    return (*emulators, f"{ERLANG}/bin", f"{ERLANG}/lib", f"{ERLANG}/releases")
 
 
 class DockerRabbitMQ(DockerServer):
     kind: ClassVar[str] = "rabbitmq"
     name: ClassVar[str] = "RabbitMQ"
-    container_port: ClassVar[int] = PORT
+    container_ports: ClassVar[dict[str, int]] = {"client": PORT}
 
     @staticmethod
     def namespace_for(run_id: str) -> str:
@@ -96,9 +132,8 @@ class DockerRabbitMQ(DockerServer):
 
     def image(self) -> ImageSpec:
         server = server_script()
-        home = os.path.realpath(os.path.join(os.path.dirname(os.path.realpath(server)), ".."))
         return ImageSpec(
-            "rabbitmq", (RABBITMQ, home, _erlang(), *shell(), *_tools()),
+            "rabbitmq", (*_server_folders(server), *_erlang(), *shell(), *_tools()),
             files={**passwd(), "/etc/nsswitch.conf": NSSWITCH, ENTRYPOINT: ENTRYPOINT_SCRIPT.format(server=server)},
             executables=(ENTRYPOINT,),
             changes=(f'ENTRYPOINT ["{ENTRYPOINT}"]', *(f"ENV {key}={value}" for key, value in SERVER_ENV.items())))
@@ -120,7 +155,7 @@ class DockerRabbitMQ(DockerServer):
             rabbit.append(f"{{consumer_timeout, {self.consumer_timeout_ms}}}")
         return {"CHAOS_RABBITMQ_CONF": "\n".join(conf),
                 "CHAOS_RABBITMQ_ADVANCED": f"[{{rabbit, [{', '.join(rabbit)}]}}].",
-                "CHAOS_RABBITMQ_PLUGINS": "[rabbitmq_event_exchange]."}
+                "CHAOS_RABBITMQ_PLUGINS": f"[{','.join(PLUGINS)}]."}
 
     def ready(self) -> bool:
         params = pika.URLParameters(self.url_at(HOST, self.port))
