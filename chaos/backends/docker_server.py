@@ -11,6 +11,8 @@ A subclass says which image, which testcontainers class starts it, when it is re
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -52,6 +54,7 @@ class DockerServer(Backend):
         self.ports: dict[str, int] = {}  # name -> the host port it is published on (127.0.0.1)
         self._on_event = settings.on_event
         self._wrapper: DockerContainer | None = None
+        self._main_pid: int | None = None  # the host pid of the container's main process, while it runs
         self._started = False
         self._closed = False
 
@@ -216,16 +219,25 @@ class DockerServer(Backend):
             self._on_event(record)
 
     def _down(self, how: str) -> None:
+        """Stop the container: a kill SIGKILLs its main process (the container's pid 1, so every process in
+        it dies) by its host pid at once, as the local provider's crash does, before any request to the
+        engine, whose round trips would give the workers time to drain what a crash should lose."""
         import docker
 
+        signalled = how == "kill" and self._main_pid is not None
+        if signalled:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._main_pid or 0, signal.SIGKILL)
+        self._main_pid = None
         self.container.reload()
         if self.container.status not in ("running", "paused"):
             return  # already down (a kill before this restart)
         try:
             if self.container.status == "paused":
-                self.container.unpause()
+                self.container.unpause()  # the SIGKILL lands as it thaws
             if how == "kill":
-                self.container.kill()
+                if not signalled:
+                    self.container.kill()
             else:
                 self.container.stop(timeout=STOP_GRACE_S)
             self.container.wait(timeout=STOP_GRACE_S + 5)
@@ -250,6 +262,7 @@ class DockerServer(Backend):
                 raise HarnessError(f"the {self.name} container {self.container_name} did not become ready; its "
                                    f"log ends:\n{logs}")
             time.sleep(0.05)
+        self._main_pid = self.pid
 
     def _teardown(self) -> None:
         """Remove the container, then its network and volume (by name: they are this backend's alone)."""

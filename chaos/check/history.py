@@ -177,6 +177,7 @@ class RunHistory:
     gap_floor: float = 0.0  # heartbeat gaps up to this long are not kept (see `scan`)
     worker_leases: bool = False  # lease_scope = worker: a heartbeat extends every job its worker holds
     everyone_touched: int = -1
+    everyone_underway: int = 0  # faults on every worker journaled and not yet applied (a restart under way)
     forced_exits: list[Event] = field(default_factory=list)  # SIGKILLed past the shutdown grace
     # Excuses for a reclaim: worker -> seq of the last fault that reached it after a claim; the seq of the
     # last fault that reached every worker (or of a backend restart); workers faulted from the start.

@@ -401,10 +401,11 @@ def _extend(run: RunHistory, execution: Execution, event: Event) -> None:
 
 def _longest_gap(run: RunHistory, execution: Execution, event: Event) -> None:
     """The owner's longest gap so far between accepted extensions (or its claim and first extension) ends at
-    this one: kept unless a fault on its worker (or on everyone) explains it."""
+    this one: kept unless a fault on its worker (or on everyone) explains it, or one on everyone is under
+    way (journaled, not yet applied: the workers may reach a restarted server before its restart returns)."""
     worker = execution.worker
     if (max(run.touched.get(worker, -1), run.everyone_touched) > execution.extended_seq
-            or run.suspended.get(worker, 0) > 0 or worker in run.always_excused):
+            or run.suspended.get(worker, 0) > 0 or worker in run.always_excused or run.everyone_underway):
         return
     execution.gap_s = event.mono - execution.extended_at
     execution.gap = Gap(execution.gap_s, execution.extended_by, event)
@@ -453,6 +454,8 @@ def _on_fault(run: RunHistory, event: Event) -> None:
     if rule.takes_owner:
         fault.victims = _reached(run, rule, fault)
     _excuse(run, rule, fault.target, event.seq)
+    if rule.reach == "everyone":
+        run.everyone_underway += 1
     if rule.suspends and fault.target:
         run.suspended[fault.target] = run.suspended.get(fault.target, 0) + 1
         run.suspended_since[fault.target] = event.seq
@@ -479,6 +482,8 @@ def _on_fault_applied(run: RunHistory, event: Event) -> None:
     fault.applied = event
     _touch(run, fault, event)
     rule = fault.rule
+    if rule.reach == "everyone" and run.everyone_underway:
+        run.everyone_underway -= 1
     if not rule.takes_owner:
         return
     _excuse(run, rule, fault.target, event.seq)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from chaos import events
 from chaos.check.checker import judge
 from chaos.check.scan import scan
 from chaos.check.verdict import Verdict
@@ -152,6 +153,24 @@ def test_a_fault_on_the_owner_explains_a_gap() -> None:
     h.stop("w1").heal("w1", dt=1.5).heartbeat("a", "w1", "t1").heartbeat("a", "w1", "t1", dt=0.25)
     verdict = judge(h.effect("a", "w1", "t1").ack("a", "w1", "t1").snapshot(a="done").events)
     assert "heartbeat_gap" not in kinds(verdict)
+
+
+def test_a_backend_restart_under_way_explains_a_gap_its_workers_end_before_it_returns() -> None:
+    """The owner extends just after the restart is journaled (the crash has not landed yet), then reaches the
+    restarted server before the restart returns: the gap spans the restart, which explains it."""
+    h = History(LEASE).start("w1").enqueue("a").claim("a", "w1", "t1", pid=PID).heartbeat("a", "w1", "t1")
+    h.journal("backend_restart", events.BACKEND, "f1", mode="immediate").heartbeat("a", "w1", "t1")
+    h.heartbeat("a", "w1", "t1", dt=1.4).record(events.backend_restart("immediate", 100, 200, 1.4))
+    h.applied(events.BACKEND, "f1", mode="immediate", down_s=1.4).heartbeat("a", "w1", "t1", dt=0.25)
+    verdict = judge(h.effect("a", "w1", "t1").ack("a", "w1", "t1").snapshot(a="done").events)
+    assert "heartbeat_gap" not in kinds(verdict)
+
+
+def test_a_gap_after_a_backend_restart_returned_is_still_a_gap() -> None:
+    h = History(LEASE).start("w1").enqueue("a").claim("a", "w1", "t1", pid=PID).heartbeat("a", "w1", "t1")
+    h.backend_restart().heartbeat("a", "w1", "t1").heartbeat("a", "w1", "t1", dt=1.5)
+    verdict = judge(h.effect("a", "w1", "t1").ack("a", "w1", "t1").snapshot(a="done").events)
+    assert "heartbeat_gap" in kinds(verdict)
 
 
 def test_a_fault_on_another_worker_does_not_explain_a_gap() -> None:
