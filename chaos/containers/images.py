@@ -26,7 +26,7 @@ REPOSITORY = "queue-chaos"
 # mounted read-only.
 MERGED = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64"}
 LINKED = ("/bin", "/lib", "/lib64")
-LAYOUT = 2  # the root filesystem's layout, in every tag: a change of it here builds every image again
+LAYOUT = 3  # the root filesystem's layout, in every tag: a change of it here builds every image again
 _LDD_PATH = re.compile(r"(/\S+)")
 _BUILDING = threading.Lock()  # one build at a time per process: parallel cells share the image
 
@@ -111,6 +111,7 @@ class _Rootfs:
     def __init__(self, tar: tarfile.TarFile) -> None:
         self.tar = tar
         self.added: set[str] = set()
+        self.copied: set[str] = set()  # host folders copied with their contents
 
     def directory(self, path: str, uid: int = 0, mode: int = 0o755) -> None:
         self._parents(path)
@@ -137,18 +138,22 @@ class _Rootfs:
         self.added.add(path)
 
     def host(self, path: str) -> None:
-        """A host file or folder (recursively), at its path with the merged top-level links resolved."""
+        """A host file or folder (recursively), at its path with the merged top-level links resolved. A
+        folder already made as the parent of something else is still copied whole."""
         path = _in_usr(os.path.normpath(path))
+        if os.path.isdir(path) and not os.path.islink(path):
+            if path not in self.copied:
+                self.copied.add(path)
+                self.directory(path)
+                for entry in sorted(os.listdir(path)):
+                    self.host(os.path.join(path, entry))
+            return
         if path in self.added:
             return
         if os.path.islink(path):
             target = os.readlink(path)
             self.link(path, target)
             self.host(os.path.join(os.path.dirname(path), target))
-        elif os.path.isdir(path):
-            self.directory(path)
-            for entry in sorted(os.listdir(path)):
-                self.host(os.path.join(path, entry))
         elif os.path.isfile(path):
             self._parents(path)
             self.tar.add(path, arcname=path.lstrip("/"), recursive=False)

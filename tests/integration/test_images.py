@@ -43,3 +43,16 @@ def test_the_tag_follows_the_binary(tmp_path: Path) -> None:
     os.utime(binary, (1, 1))
     assert spec.tag() != before
     assert before.startswith("queue-chaos/probe:")
+
+
+def test_a_folder_made_as_a_links_parent_is_still_copied_whole(tmp_path: Path) -> None:
+    """A link followed into a folder first makes that folder as its target's parent; the folder, named
+    later, must still come with everything in it (Erlang's bin/epmd links into erts-*/bin)."""
+    (tmp_path / "erts" / "bin").mkdir(parents=True)
+    (tmp_path / "erts" / "bin" / "epmd").write_text("epmd")
+    (tmp_path / "erts" / "bin" / "beam").write_text("beam")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "epmd").symlink_to("../erts/bin/epmd")
+    names = set(rootfs(ImageSpec("links", (str(tmp_path / "bin"), str(tmp_path / "erts")))).getnames())
+    inside = str(tmp_path).lstrip("/")
+    assert {f"{inside}/bin/epmd", f"{inside}/erts/bin/epmd", f"{inside}/erts/bin/beam"} <= names

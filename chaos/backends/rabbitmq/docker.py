@@ -75,9 +75,6 @@ def _tools() -> tuple[str, ...]:
     return tuple(str(path) for path in found.values())
 
 
-# The image's folders are listed so that each is copied before a link elsewhere reaches into it: the image
-# builder copies a folder it already made as a link target's parent no further (bin/epmd links into
-# erts-*/bin, and the server's bin/ into lib/rabbitmq_server-*/sbin).
 def _server_folders(server: str) -> tuple[str, ...]:
     """The server's scripts, the plugins the node starts, then the folder of links to its scripts (the
     command-line tools' escripts and the plugins no run enables stay out: a third of the size)."""
