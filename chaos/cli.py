@@ -246,7 +246,7 @@ def _check_run_start(ledger: list[events.Event], path: Path) -> None:
 
 def _clean(args: argparse.Namespace) -> int:
     """0 when nothing is left; 1 when something is (each line says what, and how to remove it)."""
-    cleaned = clean_killed_runs(args.runs_dir, args.backend_url)
+    cleaned = clean_killed_runs(args.runs_dir, args.backend_url, orphans=True)
     _say("\n".join(line for _, line in cleaned) if cleaned else f"nothing to clean in {args.runs_dir}")
     return 0 if all(done for done, _ in cleaned) else 1
 

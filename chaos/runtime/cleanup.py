@@ -4,8 +4,9 @@ user's server. The next run in the same runs dir, or `chaos clean`, finds such r
 end, or an interrupted one, and the runner recorded there no longer alive on this host) and removes
 what each backend recorded that it made or was about to make (`backend.prepare` is journaled before a
 server's data exists), the proxies it journaled on a Toxiproxy that outlived it, and its workers' processes
-that no parent-death signal reached (`chaos.containment`), and the containers, networks and volumes of
-the suite whose runner is gone (by their labels: `chaos.containers.engine`), never anything else;
+that no parent-death signal reached (`chaos.containment`), and its containers (by their labels:
+`chaos.containers.engine`), never anything else; `chaos clean` also removes every container, network
+and volume of the suite whose runner is gone, whether or not its run dir is still there;
 the run's ledger then ends with `abandoned`, so it is cleaned once. Half-built PostgreSQL templates,
 shared by every run on the machine, are removed once their builder is gone."""
 
@@ -31,11 +32,14 @@ CLEANABLE_END = "interrupted"  # a run interrupted while cleaning up may have le
 CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives start times from the boot time, which clock steps move
 
 
-def clean_killed_runs(runs_dir: Path, url: str | None = None) -> list[tuple[bool, str]]:
+def clean_killed_runs(runs_dir: Path, url: str | None = None, orphans: bool = False) -> list[tuple[bool, str]]:
     """Per run found under `runs_dir` that left something: whether all of it is gone now, and a line
     saying what was removed or what is left and how to remove it; first, a line per half-built template
-    removed."""
-    cleaned = [(True, line) for line in remove_half_built_templates()] + _reap_orphaned_containers()
+    removed, and with `orphans` (`chaos clean`; a run's start spares itself the engine's round trips), per
+    run of any runs dir whose containers outlived their runner."""
+    cleaned = [(True, line) for line in remove_half_built_templates()]
+    if orphans:
+        cleaned += _reap_orphaned_containers()
     for ledger_path in sorted(runs_dir.glob("*/ledger.sqlite")) if runs_dir.is_dir() else []:
         last = last_event(ledger_path)
         if last is not None and last.kind == events.RUN_END and last.data.get("status") != CLEANABLE_END:
@@ -49,6 +53,8 @@ def clean_killed_runs(runs_dir: Path, url: str | None = None) -> list[tuple[bool
         if start is None or start.get("host") != socket.gethostname() or _runner_alive(start):
             continue
         outcomes = [_sweep_workers(recorded), _clean_proxies(ledger_path.parent.name, recorded)]
+        if start.get("worker_image"):  # its workers' containers (a docker backend's are its own to clean)
+            outcomes.append(_reap_containers(ledger_path.parent.name))
         made = [e.data for e in recorded if e.kind in (events.BACKEND_PREPARE, events.BACKEND_START)]
         outcomes += [_clean(start, data, ledger_path.parent, url) for i, data in enumerate(made)
                      if data not in made[:i]]  # an external namespace is recorded alike before and after
@@ -71,6 +77,14 @@ def _reap_orphaned_containers() -> list[tuple[bool, str]]:
         return [(True, f"run {run}: removed {', '.join(engine.reap(run))}") for run in sorted(engine.orphaned_runs())]
     except ChaosError as exc:
         return [(False, f"the suite's containers could not be listed: {exc}")]
+
+
+def _reap_containers(run_id: str) -> tuple[bool, str]:
+    try:
+        removed = engine.reap(run_id)
+    except ChaosError as exc:
+        return False, f"its workers' containers are left until the Docker engine answers ({exc}); run chaos clean then"
+    return True, f"removed {', '.join(removed)}" if removed else ""
 
 
 def _clean(start: dict[str, object], started: dict[str, object], run_dir: Path, url: str | None) -> tuple[bool, str]:

@@ -16,12 +16,9 @@ import re
 import shutil
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import pika
-import pika.exceptions
-
 from chaos.backends.docker_server import HOST, DockerServer
 from chaos.backends.rabbitmq import CONSUMER_TIMEOUT_MS
-from chaos.backends.rabbitmq.local import PASSWORD, TICK_MS, TRACE_VHOSTS, USER, amqp_url, server_script
+from chaos.backends.rabbitmq.local import PASSWORD, TICK_MS, TRACE_VHOSTS, USER, amqp_url, answers, server_script
 from chaos.containers.images import ImageSpec, passwd, shell
 from chaos.errors import ConfigError
 
@@ -155,13 +152,7 @@ class DockerRabbitMQ(DockerServer):
                 "CHAOS_RABBITMQ_PLUGINS": f"[{','.join(PLUGINS)}]."}
 
     def ready(self) -> bool:
-        params = pika.URLParameters(self.url_at(HOST, self.port))
-        params.connection_attempts, params.socket_timeout, params.blocked_connection_timeout = 1, 2, 2
-        try:
-            pika.BlockingConnection(params).close()
-        except (pika.exceptions.AMQPError, OSError):
-            return False
-        return True
+        return answers(self.url_at(HOST, self.port))
 
     def url_at(self, host: str, port: int) -> str:
         return amqp_url(host, port, self.namespace)

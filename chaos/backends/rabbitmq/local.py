@@ -45,6 +45,17 @@ def amqp_url(host: str, port: int, vhost: str, user: str = USER, password: str =
     return f"amqp://{quote(user, safe='')}:{quote(password, safe='')}@{host}:{port}/{quote(vhost, safe='')}"
 
 
+def answers(url: str) -> bool:
+    """Whether the node there takes an AMQP connection (it boots for seconds before it does)."""
+    params = pika.URLParameters(url)
+    params.connection_attempts, params.socket_timeout, params.blocked_connection_timeout = 1, 2, 2
+    try:
+        pika.BlockingConnection(params).close()
+    except (pika.exceptions.AMQPError, OSError):
+        return False
+    return True
+
+
 class LocalRabbitMQ(LocalServer):
     kind: ClassVar[str] = "rabbitmq"
     name: ClassVar[str] = "RabbitMQ"
@@ -127,13 +138,7 @@ class LocalRabbitMQ(LocalServer):
         (base / "advanced.config").write_text(f"[{{rabbit, [{', '.join(rabbit)}]}}].\n")
 
     def ready(self) -> bool:
-        params = pika.URLParameters(self.url_at(HOST, self.ports["amqp"]))
-        params.connection_attempts, params.socket_timeout, params.blocked_connection_timeout = 1, 2, 2
-        try:
-            pika.BlockingConnection(params).close()
-        except (pika.exceptions.AMQPError, OSError):
-            return False
-        return True
+        return answers(self.url_at(HOST, self.ports["amqp"]))
 
     def url_at(self, host: str, port: int) -> str:
         return amqp_url(host, port, self.namespace)

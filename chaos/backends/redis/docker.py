@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import redis
-
-from chaos.backends.docker_server import DockerServer
+from chaos.backends.docker_server import HOST, DockerServer
 from chaos.backends.local_server import require_binary
 from chaos.backends.redis import PERSISTENCE
-from chaos.backends.redis.local import PERSISTENCE_ARGV, REPLICA_ARGV, namespace
+from chaos.backends.redis.local import PERSISTENCE_ARGV, REPLICA_ARGV, answers, namespace, url_at
 from chaos.containers.images import ImageSpec, passwd
 
 if TYPE_CHECKING:
@@ -44,20 +42,11 @@ class DockerRedis(DockerServer):
         return container
 
     def ready(self) -> bool:
-        client = redis.Redis.from_url(self.url_at(HOST_FOR_READY, self.port), socket_timeout=2,
-                                      socket_connect_timeout=2)
-        try:
-            return bool(client.ping())
-        except redis.RedisError:
-            return False
-        finally:
-            client.close()
+        return answers(url_at(HOST, self.port))
 
     def url_at(self, host: str, port: int) -> str:
-        return f"redis://{host}:{port}/0"
+        return url_at(host, port)
 
     def describe(self) -> dict[str, Any]:
         return {"persistence": self.persistence, "namespace": self.namespace}
 
-
-HOST_FOR_READY = "127.0.0.1"

@@ -26,6 +26,21 @@ def namespace(run_id: str) -> str:
     return f"chaos:{run_id}:"
 
 
+def url_at(host: str, port: int) -> str:
+    return f"redis://{host}:{port}/0"
+
+
+def answers(url: str) -> bool:
+    """Whether the server there answers PING (not while it still loads its append-only file)."""
+    client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:  # refused, or still LOADING its append-only file
+        return False
+    finally:
+        client.close()
+
+
 class LocalRedis(LocalServer):
     kind: ClassVar[str] = "redis"
     name: ClassVar[str] = "Redis"
@@ -42,16 +57,10 @@ class LocalRedis(LocalServer):
                 "--logfile", "", *PERSISTENCE_ARGV[self.persistence], *REPLICA_ARGV]
 
     def ready(self) -> bool:
-        client = redis.Redis.from_url(self.url_at(HOST, self.port), socket_timeout=2, socket_connect_timeout=2)
-        try:
-            return bool(client.ping())
-        except redis.RedisError:  # refused, or still LOADING its append-only file
-            return False
-        finally:
-            client.close()
+        return answers(url_at(HOST, self.port))
 
     def url_at(self, host: str, port: int) -> str:
-        return f"redis://{host}:{port}/0"
+        return url_at(host, port)
 
     def describe(self) -> dict[str, Any]:
         return {"persistence": self.persistence, "namespace": self.namespace}
