@@ -49,6 +49,8 @@ def status() -> EngineStatus:
         version = client().version()
     except ConfigError as exc:
         return EngineStatus(False, str(exc))
+    except Exception as exc:  # noqa: BLE001 - an engine that answered once and stopped: the SDK's or requests'
+        return EngineStatus(False, f"the Docker engine at {_where()} stopped answering ({_short(exc)})")
     return EngineStatus(True, f"Docker engine {version.get('Version', '?')} at {_where()}")
 
 
@@ -112,9 +114,9 @@ def _alive(runner: str) -> bool:
         return False
 
 
-def reap(run_id: str | None = None) -> list[str]:
-    """Remove (forcibly) every container, then network, then volume the suite created (of one run, or of
-    all); what was removed, by kind and name."""
+def reap(run_id: str) -> list[str]:
+    """Remove (forcibly) every container, then network, then volume of one run; what was removed, by kind
+    and name."""
     import docker
 
     removed = []
