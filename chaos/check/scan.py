@@ -279,7 +279,11 @@ def _take(run: RunHistory, history: JobHistory, execution: Execution, event: Eve
                             "owner_token": previous.token, "held_s": round(held, 4)}))
     if history.lost_owner_at is not None:
         fault, owner = history.lost or ("?", "?")
-        history.recoveries.append(Recovery(event.mono - history.lost_owner_at, fault, owner, worker, event.seq))
+        since = history.lost_owner_at
+        taker = run.faults.get(fault)
+        if taker is not None and taker.rule.recovery_from == "healed" and taker.healed is None:
+            since = event.mono  # nobody claims while it lasts: its heal took effect, though not yet journaled
+        history.recoveries.append(Recovery(event.mono - since, fault, owner, worker, event.seq))
         history.lost_owner_at = None
         history.lost = None
     history.latest = execution

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chaos import events
 from chaos.check.checker import judge
 from chaos.check.verdict import FaultReport, Verdict, Violation
 from chaos.contract import Contract
@@ -312,6 +313,32 @@ def test_recovery_past_the_bound_after_a_backend_restart_is_a_violation() -> Non
     assert "(backend_restart backend)" in violation.message and violation.detail["owner"] == "w1"
     assert has_fault(violation, "backend_restart")
     assert any(e["kind"] == "backend.restart" for e in violation.witness)
+
+
+def disconnected(h: History, claim_dt: float, healed_first: bool) -> History:
+    """The backend's container cut off its network for 2.5 s (past the 2 s bound) while w1 held the job; w2
+    claims it once the link is back, its claim journaled before the heal's record or after it."""
+    h.journal("disconnect", events.BACKEND, "f1").applied(events.BACKEND, "f1", networks=[])
+    heal = events.fault_healed("f1", events.BACKEND, {"networks": ["net"], "condition_held": False})
+    if healed_first:
+        return h.record(heal, dt=2.5).execute("a", "w2", dt=claim_dt)
+    return h.claim("a", "w2", dt=2.5 + claim_dt).record(heal).effect("a", "w2").ack("a", "w2")
+
+
+@pytest.mark.parametrize("healed_first", [True, False])
+def test_a_disconnects_recovery_starts_when_the_link_is_back(healed_first: bool) -> None:
+    """Nobody can reclaim while the server is cut off: the bound counts from the heal, and a claim that
+    beats the heal's record into the ledger was made after the link came back."""
+    h = disconnected(History(LEASE).enqueue("a").claim("a", "w1"), 0.3, healed_first)
+    verdict = judge(h.abandon("a", "w1").snapshot(a="done").events)
+    assert "recovery_bound_exceeded" not in [kind for kind, _ in kinds(verdict)], verdict.violations
+    assert verdict.recovery["max_s"] < 0.5
+
+
+def test_a_slow_recovery_after_a_disconnect_is_still_a_violation() -> None:
+    h = disconnected(History(LEASE).enqueue("a").claim("a", "w1"), 2.5, True)
+    verdict = judge(h.abandon("a", "w1").snapshot(a="done").events)
+    assert only(verdict, "recovery_bound_exceeded").detail["owner"] == "w1"
 
 
 def test_owner_that_survives_a_backend_restart_and_acks_needs_no_recovery() -> None:
