@@ -23,7 +23,7 @@ from chaos.backends.local_server import LIVE
 from chaos.backends.options import ServerOption
 from chaos.containers import engine
 from chaos.containers.images import ImageSpec
-from chaos.errors import ConfigError, HarnessError
+from chaos.errors import ChaosError, ConfigError, HarnessError
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -208,7 +208,7 @@ class DockerServer(Backend):
             return True, ""
         try:
             removed = engine.reap(run)
-        except ConfigError as exc:
+        except ChaosError as exc:
             return False, f"its containers are left until the Docker engine answers again: {exc}"
         return True, f"removed {', '.join(removed)}" if removed else ""
 

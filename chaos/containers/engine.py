@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from chaos.errors import ConfigError
+from chaos.errors import ConfigError, HarnessError
 
 if TYPE_CHECKING:
     import docker
@@ -84,22 +84,28 @@ def _short(exc: BaseException) -> str:
 
 
 def owned(kind: str, run_id: str | None = None) -> list[Any]:
-    """Containers, networks or volumes (`kind`) the suite created, of one run or of every run."""
+    """Containers, networks or volumes (`kind`) the suite created, of one run or of every run, as the engine
+    lists them (containers sparse: no inspection of each, so one removed meanwhile is no error)."""
     wanted = [f"{OWNER_LABEL}={OWNER}"] + ([f"{RUN_LABEL}={run_id}"] if run_id else [])
     collection = getattr(client(), kind)
     if kind == "containers":
-        return list(collection.list(all=True, filters={"label": wanted}))
+        return list(collection.list(all=True, sparse=True, filters={"label": wanted}))
     return list(collection.list(filters={"label": wanted}))
 
 
 def orphaned_runs() -> set[str]:
     """The runs whose containers, networks or volumes are left while the process that made them is gone
     (a runner SIGKILLed before its end, whose run dir may be gone too)."""
+    import docker
+
     found: dict[str, str] = {}
-    for kind in ("containers", "networks", "volumes"):
-        for thing in owned(kind):
-            attrs_labels = (thing.attrs.get("Labels") or thing.attrs.get("Config", {}).get("Labels") or {})
-            found.setdefault(attrs_labels.get(RUN_LABEL, ""), attrs_labels.get(RUNNER_LABEL, ""))
+    try:
+        for kind in ("containers", "networks", "volumes"):
+            for thing in owned(kind):
+                labelled = thing.attrs.get("Labels") or {}
+                found.setdefault(labelled.get(RUN_LABEL, ""), labelled.get(RUNNER_LABEL, ""))
+    except docker.errors.DockerException as exc:
+        raise HarnessError(f"could not list the suite's containers: {_short(exc)}") from exc
     return {run for run, runner in found.items() if run and not _alive(runner)}
 
 
@@ -116,18 +122,27 @@ def _alive(runner: str) -> bool:
 
 def reap(run_id: str) -> list[str]:
     """Remove (forcibly) every container, then network, then volume of one run; what was removed, by kind
-    and name."""
+    and name. One already gone is skipped; an engine that refuses is a HarnessError."""
     import docker
 
     removed = []
-    for kind in ("containers", "networks", "volumes"):
-        for thing in owned(kind, run_id):
-            try:
-                if kind == "containers":
-                    thing.remove(force=True, v=True)
-                else:
-                    thing.remove()
-            except docker.errors.NotFound:
-                continue
-            removed.append(f"{kind[:-1]} {thing.name}")
+    try:
+        for kind in ("containers", "networks", "volumes"):
+            for thing in owned(kind, run_id):
+                name = name_of(thing)
+                try:
+                    if kind == "containers":
+                        thing.remove(force=True, v=True)
+                    else:
+                        thing.remove()
+                except docker.errors.NotFound:
+                    continue
+                removed.append(f"{kind[:-1]} {name}")
+    except docker.errors.DockerException as exc:
+        raise HarnessError(f"could not remove the containers of run {run_id}: {_short(exc)}") from exc
     return removed
+
+
+def name_of(thing: Any) -> str:
+    names = thing.attrs.get("Names")  # a sparse container's
+    return str(names[0]).lstrip("/") if names else str(thing.name)

@@ -38,7 +38,7 @@ SIDECAR = ("-p", "heartbeat=sidecar", "-p", "ack=unconditional", "-p", "watchdog
 
 
 def left_of(run_id: str) -> list[str]:
-    return [f"{kind} {thing.name}" for kind in ("containers", "networks", "volumes")
+    return [f"{kind} {engine.name_of(thing)}" for kind in ("containers", "networks", "volumes")
             for thing in engine.owned(kind, run_id)]
 
 
@@ -100,7 +100,7 @@ def test_a_sigkilled_runner_leaves_nothing_after_chaos_clean(tmp_path: Path) -> 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # until a worker's container runs beside the server's
         dirs = [p for p in tmp_path.iterdir() if p.is_dir()]
-        if dirs and any(c.name.endswith("-w1-1") for c in engine.owned("containers", dirs[0].name)):
+        if dirs and any(engine.name_of(c).endswith("-w1-1") for c in engine.owned("containers", dirs[0].name)):
             run_dir = dirs[0]
             break
         time.sleep(0.2)

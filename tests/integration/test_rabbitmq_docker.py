@@ -54,7 +54,9 @@ def test_the_node_in_a_container_keeps_its_messages_and_settings(tmp_path: Path)
         channel.basic_publish("", "kept", b"job", pika.BasicProperties(delivery_mode=2))
         connection.close()
 
-        for mode in ("immediate", "fast"):
+        # A clean stop first: a crash a moment after the queue's declaration can lose the queue itself (the
+        # node's mnesia had not written it yet, seen once in a CI run), which is not what this test is about.
+        for mode in ("fast", "immediate"):
             before = backend.pid
             backend.restart(mode)
             assert backend.pid not in (None, before)
@@ -71,5 +73,6 @@ def test_the_node_in_a_container_keeps_its_messages_and_settings(tmp_path: Path)
         connection.close()
     finally:
         backend.close()
-    left = [thing.name for kind in ("containers", "networks", "volumes") for thing in engine.owned(kind, run_id)]
+    left = [engine.name_of(thing) for kind in ("containers", "networks", "volumes")
+            for thing in engine.owned(kind, run_id)]
     assert left == []
