@@ -27,6 +27,7 @@ from chaos.check.checker import judge
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.discovery import available_scenarios, available_targets, find_scenario, find_target
 from chaos.errors import ChaosError, ConfigError
+from chaos.explore.command import ExploreOptions, explore
 from chaos.ledger import LedgerUnwritable, read_events
 from chaos.reports import summary, write_reports
 from chaos.reports.schemas import NAMES, schema_text
@@ -37,6 +38,7 @@ from chaos.runtime.sink import SINK_MODES
 from chaos.scenario import load_scenario
 from chaos.suite.command import SuiteOptions, run_suite
 from chaos.suite.merge import merge
+from chaos.suite.shard import parse_shard
 from chaos.suite.report import markdown
 from chaos.target import load_target
 from chaos.toxiproxy.server import serve
@@ -89,6 +91,31 @@ def _parser() -> argparse.ArgumentParser:
     suite.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
     suite.add_argument("--no-shared-servers", dest="share_servers", action="store_false",
                        help="start a server for every run, also where a shared one would do")
+    explore = sub.add_parser("explore", help="search fault schedules with Hypothesis, shrink each violation to its "
+                                             "smallest schedule and write it out as a scenario that replays it")
+    explore.add_argument("--target", required=True, help="a target name (see `chaos list`) or a target folder")
+    explore.add_argument("--budget", type=_jobs, default=60, metavar="RUNS",
+                         help="real runs the search may make, shrinking included, over all shards (default 60)")
+    explore.add_argument("--time", type=_seconds, default=None, metavar="SECONDS",
+                         help="stop searching after this long, whatever is left of --budget")
+    explore.add_argument("--seed", type=int, default=1, help="the search's seed (default 1): a search is repeatable")
+    explore.add_argument("--mode", choices=("guided", "random"), default="guided",
+                         help="guided: steer toward longer holds, overlaps and more windows (hypothesis.target); "
+                              "random: the same schedules without that feedback")
+    explore.add_argument("--faults", default=None, metavar="KIND,...",
+                         help="the fault kinds schedules may use (default: every one the target can take where "
+                              "it runs)")
+    explore.add_argument("-j", "--jobs", type=_jobs, default=1,
+                         help="search in this many processes at once, sharing one example database (default 1)")
+    explore.add_argument("--shard", default=None, metavar="K/N", help="run the K-th of N slices of the search")
+    explore.add_argument("--replays", type=_jobs, default=3,
+                         help="replay each smallest schedule found this many times to classify it (default 3)")
+    explore.add_argument("--out", type=Path, default=Path("scenarios"),
+                         help="where found scenarios are written (default ./scenarios, where chaos finds them)")
+    explore.add_argument("--fresh", dest="resume", action="store_false",
+                         help="start without the example database of earlier explorations of this variant")
+    explore.add_argument("--search-only", action="store_true", help=argparse.SUPPRESS)
+    _explore_settings(explore)
     merge = sub.add_parser("merge", help="join the outputs of a suite's shards into one report")
     merge.add_argument("dirs", nargs="+", type=Path, help="each shard's --out directory")
     merge.add_argument("--out", type=Path, required=True, help="where the merged reports go")
@@ -125,6 +152,17 @@ def _run_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worker-image", default=None, metavar="IMAGE",
                         help="run the workers in containers of this Docker image (else target.toml's image, if any; "
                              "queue-chaos/python runs them on the host's Python)")
+
+
+def _explore_settings(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
+    parser.add_argument("--backend", choices=provider_names(), default=None, help="the backend's provider")
+    parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="set a [params] parameter or a [server] setting of target.toml (repeatable)")
+    parser.add_argument("-c", "--contract", action="append", default=[], metavar="KEY=VALUE",
+                        help="judge against a contract key other than target.toml's (repeatable)")
+    parser.add_argument("--worker-image", default=None, metavar="IMAGE",
+                        help="run the workers in containers of this Docker image")
 
 
 def _overrides(pairs: list[str], flag: str = "-p", example: str = "heartbeat=inline") -> dict[str, str]:
@@ -207,6 +245,14 @@ def _target(args: argparse.Namespace) -> int:
 def _suite(args: argparse.Namespace) -> int:
     return run_suite(SuiteOptions(args.file, args.jobs, args.seeds, args.repeat, args.shard, args.durations, args.out,
                                   args.runs_dir, args.share_servers), _say)
+
+
+def _explore(args: argparse.Namespace) -> int:
+    faults = tuple(k.strip() for k in args.faults.split(",") if k.strip()) if args.faults is not None else None
+    return explore(ExploreOptions(args.target, tuple(args.param), tuple(args.contract), args.backend,
+                                  args.worker_image, args.budget, args.time, args.seed, args.mode, faults, args.jobs,
+                                  parse_shard(args.shard) if args.shard else (1, 1), args.replays, args.out,
+                                  args.runs_dir, args.search_only, args.resume), _say)
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -331,6 +377,8 @@ def command(argv: list[str] | None = None) -> int:
             return _report(args)
         if args.command == "suite":
             return _suite(args)
+        if args.command == "explore":
+            return _explore(args)
         if args.command == "merge":
             return _merge(args)
         if args.command == "schema":

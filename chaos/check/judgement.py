@@ -185,6 +185,12 @@ def _forbidden_by(kind: str, contract: Contract) -> str:
     return ""
 
 
+def ended_early(run: RunHistory) -> bool:
+    """The scenario gave up waiting (a gate never matched, an event never came): it never waited for the
+    jobs to settle, so one still pending or claimed proves nothing."""
+    return run.end is not None and run.end.get("status") == "not_exercised"
+
+
 def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[str, str]:
     """The job's outcome and, when the contract forbids it, why (empty when it is fine)."""
     effects = len(history.effects)
@@ -199,7 +205,7 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
             return "dead_lettered", ""  # the promise kept: its owner died, and the queue recorded it failed
         return "dead_lettered", _dead_letter_reason(history, contract, snap)
     if where in ("pending", "claimed"):
-        if unsettled_for(history, contract.recovery_bound_s) is not None:
+        if ended_early(run) or unsettled_for(history, contract.recovery_bound_s) is not None:
             return "unsettled", ""  # its owner was lost too recently to call it stuck: not judged
         owner = f", claimed by {snap['owner']}" if snap.get("owner") else ""
         claims = len(history.executions)

@@ -106,6 +106,11 @@ def scan(ledger: Iterable[Event], gap_floor: float = 0.0, worker_leases: bool = 
             run.gate_matched.setdefault(event.data["gate"], event.seq)
             if job is not None:
                 run.job(job).events.append(event)
+            if event.worker is not None:
+                run.gate_holders[event.data["gate"]] = event.worker
+            _hold(run, event.worker, event.seq)
+        elif kind == events.GATE_RELEASED:
+            _hold(run, run.gate_holders.pop(event.data["gate"], None), event.seq)
         elif kind == events.PROBE_REFUSED:
             run.refusals.append(event)
         elif kind == events.RUN_START:
@@ -115,6 +120,16 @@ def scan(ledger: Iterable[Event], gap_floor: float = 0.0, worker_leases: bool = 
         elif kind == events.SNAPSHOT_TAKEN:
             run.snapshot_taken = True
     return run
+
+
+def _hold(run: RunHistory, worker: str | None, seq: int) -> None:
+    """A gate holding a worker's probe has frozen the thread that sent it, for as long as the scenario
+    keeps it: like a SIGSTOP, that explains a heartbeat gap around it and excuses a reclaim from its owner
+    (the lease rule, `early_reclaim`, still judges the reclaim against the lease)."""
+    if worker is None:
+        return
+    run.touched[worker] = seq
+    run.owner_faulted[worker] = seq
 
 
 def _watch(faults: list[FaultHistory], event: Event) -> None:

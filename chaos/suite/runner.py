@@ -66,10 +66,11 @@ def _pairs(settings: tuple[str, ...]) -> dict[str, str]:
 
 
 class SuiteRunner:
-    def __init__(self, out: Path, jobs: int, share_servers: bool, say: Callable[[str], None]) -> None:
+    def __init__(self, out: Path, jobs: int, share_servers: bool, say: Callable[[str], None],
+                 live: bool | None = None) -> None:
         self.out = out
         self.jobs = jobs
-        self.progress = Progress(say)
+        self.progress = Progress(say, live)
         self.shared = SharedServers(out / "servers") if share_servers else None
         self._slots: queue.Queue[int] = queue.Queue()
         for slot in range(jobs):

@@ -1,0 +1,222 @@
+"""`chaos explore`: search one target variant's fault schedules within a budget, then replay the smallest
+schedule of each violation found, classify it (deterministic, flaky with its rate, or gone) and write it
+out as a scenario; report the windows the search reached. `-j N` runs N shards of the search at once as
+processes of their own (Hypothesis is single-threaded), sharing one example database; `--shard K/N`
+runs one of them, on one machine of N."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from chaos.discovery import find_target
+from chaos.errors import ConfigError, HarnessError
+from chaos.explore.report import Finding, Report, text
+from chaos.explore.runs import Attempt, ScheduleRunner, Variant
+from chaos.explore.scenario_file import write
+from chaos.explore.schedule import FAULTS, Schedule
+from chaos.explore.search import MODES, Budget, Search, SearchLog
+from chaos.explore.windows import Reading
+from chaos.names import id_part
+from chaos.procs import die_with_parent
+from chaos.runtime.run import RunOptions, prepare
+from chaos.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class ExploreOptions:
+    target: str
+    params: tuple[str, ...] = ()
+    contract: tuple[str, ...] = ()
+    backend: str | None = None
+    worker_image: str | None = None
+    budget: int = 60  # runs, shrinking included, over every shard
+    time_s: float | None = None
+    seed: int = 1
+    mode: str = "guided"
+    faults: tuple[str, ...] | None = None  # None: every kind the target can take where it runs
+    jobs: int = 1
+    shard: tuple[int, int] = (1, 1)
+    replays: int = 3
+    out: Path = Path("scenarios")
+    runs_dir: Path = Path("runs")
+    search_only: bool = False  # a shard of -j: search, write its log, leave the rest to its parent
+    resume: bool = True  # start from the example database (else a fresh one)
+
+    @property
+    def variant(self) -> Variant:
+        return Variant(self.target, self.params, self.contract, self.backend, self.worker_image)
+
+    @property
+    def home(self) -> Path:
+        """Where this variant's explorations live: its example database, and each shard's runs."""
+        return self.runs_dir / "explore" / id_part(self.variant.name.replace(" ", "-"))
+
+
+def explore(options: ExploreOptions, say: Callable[[str], None]) -> int:
+    if options.mode not in MODES:
+        raise ConfigError(f"--mode {options.mode!r}: expected one of {', '.join(MODES)}.")
+    faults = takeable_faults(options)
+    index, count = options.shard
+    home = options.home / f"shard-{index}-of-{count}"
+    if options.jobs > 1 and count == 1:
+        log = _shards(options, say)
+    else:
+        share = options.budget // count + (1 if index <= options.budget % count else 0)
+        runner = ScheduleRunner(options.variant, home)
+        search = Search(runner, faults, Budget(max(1, share), options.time_s), options.mode,
+                        options.seed + index - 1, options.home / "db" if options.resume else None, say)
+        say(f"chaos explore: {options.variant.name}, {options.mode} search, seed {options.seed + index - 1}, "
+            f"faults {', '.join(faults) or 'none'}; budget {share} runs"
+            + (f" or {options.time_s:.0f} s" if options.time_s else ""))
+        log = search.run()
+        if options.search_only:
+            _write_log(home / "search.json", log)
+            return 0
+    findings = _classify(options, log, ScheduleRunner(options.variant, options.home / "replays", options.jobs), say)
+    report = Report(options.variant.name, options.mode, options.seed, options.budget, options.time_s, faults,
+                    log, findings)
+    (options.home / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    say(text(report))
+    say(f"report: {options.home / 'report.json'}")
+    return report.exit_code
+
+
+def takeable_faults(options: ExploreOptions) -> tuple[str, ...]:
+    """The fault kinds a run of the target can take where it runs, as `chaos run` would judge a scenario
+    declaring each: the target's own settings checked first (a mistake there is the user's, exit 2)."""
+    target = find_target(options.target)
+    run_options = RunOptions(overrides=_pairs(options.params, "-p"), contract=_pairs(options.contract, "-c"),
+                             backend=options.backend or "local", worker_image=options.worker_image)
+    prepare(target, _declaring(()), run_options)
+    wanted = options.faults if options.faults is not None else FAULTS
+    unknown = [kind for kind in wanted if kind not in FAULTS]
+    if unknown:
+        raise ConfigError(f"--faults {','.join(unknown)}: the schedule language has the faults "
+                          f"{', '.join(FAULTS)}; name some of them, comma-separated.")
+    takeable = []
+    for kind in wanted:
+        try:
+            prepare(target, _declaring((kind,)), run_options)
+        except ConfigError as refused:
+            if options.faults is not None:  # asked for by name: say why it cannot be
+                raise ConfigError(f"--faults {kind}: {refused}") from refused
+            continue
+        takeable.append(kind)
+    return tuple(takeable)
+
+
+def _declaring(faults: tuple[str, ...]) -> Scenario:
+    return Scenario("explore", Path("explore.py"), "", lambda ctx: None, faults)
+
+
+def _pairs(settings: tuple[str, ...], flag: str) -> dict[str, str]:
+    pairs = {}
+    for setting in settings:
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{flag} {setting!r}: expected KEY=VALUE, e.g. {flag} reclaim=early.")
+        pairs[key] = value
+    return pairs
+
+
+def _classify(options: ExploreOptions, log: SearchLog, runner: ScheduleRunner,
+              say: Callable[[str], None]) -> list[Finding]:
+    """Replay the smallest schedule of each violation `replays` times from the scenario file written for
+    it: deterministic (every time), flaky (its rate) or gone (never again, and the file is removed)."""
+    findings = []
+    for kind, attempt in sorted(log.smallest.items()):
+        schedule = attempt.schedule
+        name = f"found_{_digest(options.variant.name, schedule)}"
+        path = write(options.out / f"{name}.py", schedule, _headline(options, kind, None))
+        say(f"replaying {name} ({kind}) {options.replays} times")
+        replays = runner.replay(path, schedule, options.replays)
+        again = sum(kind in r.violations for r in replays)
+        finding = Finding(kind, attempt, log.first[kind], again, options.replays,
+                          path if again else None, options.variant.command(path))
+        if again:
+            write(path, schedule, _headline(options, kind, finding), [f"Replay: {finding.command}"])
+        else:
+            path.unlink()
+        findings.append(finding)
+    return findings
+
+
+def _headline(options: ExploreOptions, kind: str, finding: Finding | None) -> str:
+    found = f"Found by chaos explore: {options.variant.name} violates {kind}"
+    return found + (f" ({finding.classification}, {finding.replayed} replays)." if finding else ".")
+
+
+def _digest(variant: str, schedule: Schedule) -> str:
+    return hashlib.sha1(f"{variant} {schedule.digest()}".encode()).hexdigest()[:10]
+
+
+def _shards(options: ExploreOptions, say: Callable[[str], None]) -> SearchLog:
+    """Run `jobs` shards of the search as processes of their own; their logs as one."""
+    processes = []
+    for index in range(1, options.jobs + 1):
+        argv = [sys.executable, "-m", "chaos", *command_line(replace(options, jobs=1, shard=(index, options.jobs),
+                                                                     search_only=True))]
+        processes.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True,
+                                          preexec_fn=die_with_parent(signal.SIGTERM)))
+    try:
+        codes = [process.wait() for process in processes]
+    except BaseException:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait()
+        raise
+    if any(codes):
+        raise HarnessError(f"a shard of the search ended with exit code {max(codes)}; its output is above")
+    log = SearchLog()
+    for index in range(1, options.jobs + 1):
+        _read_log(options.home / f"shard-{index}-of-{options.jobs}" / "search.json", log)
+    return log
+
+
+def command_line(options: ExploreOptions) -> list[str]:
+    """The `chaos explore` arguments that repeat `options`."""
+    argv = ["explore", "--target", options.target, "--budget", str(options.budget), "--seed", str(options.seed),
+            "--mode", options.mode, "--replays", str(options.replays), "--out", str(options.out),
+            "--runs-dir", str(options.runs_dir), "--shard", f"{options.shard[0]}/{options.shard[1]}"]
+    for param in options.params:
+        argv += ["-p", param]
+    for key in options.contract:
+        argv += ["-c", key]
+    if options.backend:
+        argv += ["--backend", options.backend]
+    if options.worker_image:
+        argv += ["--worker-image", options.worker_image]
+    if options.time_s is not None:
+        argv += ["--time", str(options.time_s)]
+    if options.faults is not None:
+        argv += ["--faults", ",".join(options.faults)]
+    if options.search_only:
+        argv.append("--search-only")
+    if not options.resume:
+        argv.append("--fresh")
+    return argv
+
+
+def _write_log(path: Path, log: SearchLog) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"stopped_by": log.stopped_by,
+                                "attempts": [[a.to_dict(), log_seconds] for a, log_seconds in
+                                             zip(log.attempts, log.elapsed)]}) + "\n")
+
+
+def _read_log(path: Path, log: SearchLog) -> None:
+    saved = json.loads(path.read_text())
+    for raw, elapsed in saved["attempts"]:
+        reading = Reading(set(raw["windows"]), raw["overlap_s"], raw["exposure_s"])
+        log.add(Attempt(Schedule.from_dict(raw["schedule"]), raw["verdict"], tuple(raw["violations"]), reading,
+                        raw["run_dir"], raw["seconds"], raw["why"]), elapsed)
+    log.stopped_by = saved["stopped_by"]
+

@@ -1,0 +1,141 @@
+"""The schedule language: a workload (jobs, long jobs, workers) and a list of event-keyed steps.
+
+A step is keyed to an event, never to a time: "when the 2nd claim of job 1 happens, stop its owner until
+another worker claims the job". That means the same thing on every run of real processes, which is what
+makes a found schedule replayable. A schedule is plain data (`to_dict`/`from_dict`), so it serialises
+into the scenario file that replays it and into Hypothesis's example database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from chaos.errors import ConfigError
+
+# Gate points, the earliest of a job's life first (so shrinking moves a step earlier).
+TRIGGERS = ("after:claim", "after:effect", "before:ack")
+# Faults that hold their victim (frozen or cut off) until the step's release, then let it go on.
+HOLDING = ("stop", "partition", "pause")
+# Faults whose victim dies; the step may start a fresh worker after it.
+KILLING = ("kill", "container_kill")
+# Faults that take the victim down and bring it (or the server) back at once.
+RESTARTING = ("restart", "backend_restart")
+FAULTS = KILLING + HOLDING + RESTARTING
+# How a holding fault ends: when another worker claims the victim's job, or at the recovery deadline.
+RELEASES = ("reclaimed", "deadline")
+MAX_JOBS, MAX_WORKERS, MAX_STEPS, MAX_NTH = 12, 6, 4, 3
+
+
+@dataclass(frozen=True)
+class Step:
+    """When `trigger` (a gate point) happens for the `nth` time to job number `job` (1-based), apply
+    `fault` to the worker holding it (or to the server, for backend_restart)."""
+
+    trigger: str
+    job: int
+    fault: str
+    nth: int = 1
+    release: str = "reclaimed"  # holding faults only
+    replace: bool = False  # killing faults only: start a fresh worker after it
+
+    @classmethod
+    def of(cls, trigger: str, job: int, fault: str, nth: int = 1, release: str = "reclaimed",
+           replace: bool = False) -> Step:
+        """One spelling per step: a setting its fault ignores takes its default."""
+        return cls(trigger, job, fault, nth, release if fault in HOLDING else "reclaimed",
+                   replace and fault in KILLING)
+
+    def describe(self) -> str:
+        ordinal = {1: "1st", 2: "2nd", 3: "3rd"}.get(self.nth, f"{self.nth}th")
+        when = f"at the {ordinal} {self.trigger} of job {self.job}"
+        if self.fault == "backend_restart":
+            return f"{when}, restart the backend server"
+        what = {"kill": "SIGKILL its owner", "container_kill": "kill its owner's container",
+                "restart": "restart its owner", "stop": "SIGSTOP its owner", "pause": "pause its owner's container",
+                "partition": "partition its owner from the backend"}[self.fault]
+        if self.fault in HOLDING:
+            what += (" until another worker claims the job" if self.release == "reclaimed"
+                     else " until the recovery deadline")
+        if self.fault in KILLING and self.replace:
+            what += ", then start a fresh worker"
+        return f"{when}, {what}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """`jobs` jobs (the first `long_jobs` run past the ownership deadline), `workers` workers started at
+    once, then each step in order."""
+
+    jobs: int
+    workers: int
+    steps: tuple[Step, ...] = ()
+    long_jobs: int = 0
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """The fault kinds it injects, as a scenario's FAULTS declares them."""
+        return tuple(sorted({step.fault for step in self.steps}))
+
+    @property
+    def size(self) -> tuple[int, int, int]:
+        """(steps, jobs, workers started in all): what "smaller" means when comparing two schedules."""
+        return len(self.steps), self.jobs, self.workers + sum(step.replace for step in self.steps)
+
+    def no_larger_than(self, other: tuple[int, int, int]) -> bool:
+        return all(mine <= theirs for mine, theirs in zip(self.size, other))
+
+    def describe(self) -> list[str]:
+        long = f", {self.long_jobs} of them running past the ownership deadline" if self.long_jobs else ""
+        lines = [f"{self.jobs} job(s){long}; {self.workers} worker(s) started at once"]
+        lines += [f"step {i}: {step.describe()}" for i, step in enumerate(self.steps, 1)]
+        return lines or ["no fault"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"jobs": self.jobs, "long_jobs": self.long_jobs, "workers": self.workers,
+                "steps": [{"trigger": s.trigger, "job": s.job, "nth": s.nth, "fault": s.fault,
+                           **({"release": s.release} if s.fault in HOLDING else {}),
+                           **({"replace": s.replace} if s.fault in KILLING else {})} for s in self.steps]}
+
+    def digest(self) -> str:
+        return hashlib.sha1(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Schedule:
+        """A schedule from its plain form, every field checked (a hand-edited found scenario is user input)."""
+        if not isinstance(raw, dict):
+            raise ConfigError(f"A schedule must be a dict with jobs, workers and steps; got {raw!r}.")
+        jobs = _count(raw, "jobs", 1, MAX_JOBS)
+        long_jobs = _count(raw, "long_jobs", 0, jobs, default=0)
+        workers = _count(raw, "workers", 1, MAX_WORKERS)
+        steps = raw.get("steps", [])
+        if not isinstance(steps, list) or len(steps) > MAX_STEPS:
+            raise ConfigError(f"A schedule's steps must be a list of at most {MAX_STEPS}; got {steps!r}.")
+        return cls(jobs, workers, tuple(_step(step, jobs) for step in steps), long_jobs)
+
+
+def _count(raw: dict[str, Any], key: str, low: int, high: int, default: int | None = None) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"A schedule's {key} must be a whole number from {low} to {high}; got {value!r}.")
+    return value
+
+
+def _step(raw: Any, jobs: int) -> Step:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"A schedule step must be a dict with trigger, job and fault; got {raw!r}.")
+    trigger, fault = raw.get("trigger"), raw.get("fault")
+    if trigger not in TRIGGERS:
+        raise ConfigError(f"A schedule step's trigger must be one of {', '.join(TRIGGERS)}; got {trigger!r}.")
+    if fault not in FAULTS:
+        raise ConfigError(f"A schedule step's fault must be one of {', '.join(FAULTS)}; got {fault!r}.")
+    release = raw.get("release", "reclaimed")
+    if release not in RELEASES:
+        raise ConfigError(f"A schedule step's release must be one of {', '.join(RELEASES)}; got {release!r}.")
+    replace = raw.get("replace", False)
+    if not isinstance(replace, bool):
+        raise ConfigError(f"A schedule step's replace must be true or false; got {replace!r}.")
+    return Step.of(str(trigger), _count(raw, "job", 1, jobs), str(fault), _count(raw, "nth", 1, MAX_NTH, default=1),
+                   str(release), replace)

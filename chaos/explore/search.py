@@ -1,0 +1,164 @@
+"""The search: Hypothesis draws schedules, each runs as a real `chaos run` of the target (its own servers,
+workers and proxies), and a violation is raised for Hypothesis to shrink. Every run is recorded here as
+well, so the smallest schedule that showed each violation survives whatever stops the search: its budget
+of runs or seconds, Ctrl-C, or Hypothesis finding that a shrunk schedule no longer fails (flaky).
+
+Guided search tells Hypothesis (`hypothesis.target`) how long the run held an owner, how long two
+executions of a job overlapped, and how many windows it reached, and lets it climb them; random search
+draws from the same strategy without that feedback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.errors import Flaky
+
+from chaos.errors import HarnessError
+
+from chaos.explore.runs import Attempt, ScheduleRunner
+from chaos.explore.schedule import Schedule
+from chaos.explore.strategy import schedules
+
+MODES = ("guided", "random")
+
+
+class _OutOfBudget(BaseException):
+    """The search's runs or seconds are spent: it ends at once (Hypothesis lets a BaseException through)."""
+
+
+class _Crashed(BaseException):
+    """The explorer's own code failed: never a finding for Hypothesis to shrink, the search's end."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(repr(cause))
+        self.cause = cause
+
+
+class Violated(Exception):
+    """A run violated the contract; one subclass per violation kind, so that Hypothesis shrinks each on its own."""
+
+
+_KINDS: dict[str, type[Violated]] = {}
+
+
+def _violated(kind: str) -> type[Violated]:
+    if kind not in _KINDS:
+        _KINDS[kind] = type(f"Violated_{kind}", (Violated,), {})
+    return _KINDS[kind]
+
+
+@dataclass(frozen=True)
+class Budget:
+    runs: int
+    seconds: float | None = None
+
+
+@dataclass
+class SearchLog:
+    """Every schedule run, in order; the first and the smallest schedule to show each violation."""
+
+    attempts: list[Attempt] = field(default_factory=list)
+    elapsed: list[float] = field(default_factory=list)  # seconds into the search each attempt ended
+    first: dict[str, tuple[int, float]] = field(default_factory=dict)  # violation -> (runs, seconds) until found
+    smallest: dict[str, Attempt] = field(default_factory=dict)
+    stopped_by: str = "its examples"
+
+    def add(self, attempt: Attempt, elapsed_s: float) -> None:
+        self.attempts.append(attempt)
+        self.elapsed.append(elapsed_s)
+        for kind in attempt.violations:
+            self.first.setdefault(kind, (len(self.attempts), elapsed_s))
+            best = self.smallest.get(kind)
+            if best is None or _order(attempt.schedule) < _order(best.schedule):
+                self.smallest[kind] = attempt
+
+    def windows(self) -> Counter[str]:
+        return Counter(w for a in self.attempts for w in a.windows)
+
+    def verdicts(self) -> Counter[str]:
+        return Counter(a.verdict for a in self.attempts)
+
+
+def _order(schedule: Schedule) -> tuple[int, tuple[int, int, int], int]:
+    return sum(schedule.size), schedule.size, schedule.long_jobs
+
+
+class Search:
+    def __init__(self, runner: ScheduleRunner, faults: tuple[str, ...], budget: Budget, mode: str, seed_: int,
+                 database: Path | None, say: Callable[[str], None]) -> None:
+        self.runner = runner
+        self.faults = faults
+        self.budget = budget
+        self.mode = mode
+        self.seed = seed_
+        self.database = database
+        self.say = say
+        self.log = SearchLog()
+        self._seen: dict[str, Attempt] = {}
+        self._began = 0.0
+
+    def run(self) -> SearchLog:
+        self._began = time.monotonic()
+        phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
+        if self.mode == "guided":
+            phases.insert(3, Phase.target)
+        database: ExampleDatabase | None = (DirectoryBasedExampleDatabase(str(self.database))
+                                            if self.database is not None else None)
+        config = settings(max_examples=self.budget.runs, deadline=None, database=database, phases=phases,
+                          suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
+                          report_multiple_bugs=True)
+
+        @config
+        @seed(self.seed)
+        @given(schedules(self.faults))
+        def explore(schedule: Schedule) -> None:
+            self._example(schedule)
+
+        try:
+            explore()
+        except _OutOfBudget as out:
+            self.log.stopped_by = str(out)
+        except _Crashed as crashed:
+            raise HarnessError(f"chaos explore could not run a schedule: {crashed.cause!r}") from crashed.cause
+        except (Violated, ExceptionGroup, Flaky):  # the violations Hypothesis re-raises are in the log already
+            self.log.stopped_by = "its shrinking"
+        return self.log
+
+    def _example(self, schedule: Schedule) -> None:
+        attempt = self._seen.get(schedule.digest())
+        if attempt is None:
+            self._check_budget()
+            try:
+                attempt = self.runner.attempt(schedule, len(self.log.attempts) + 1)
+            except Exception as exc:  # noqa: BLE001 - handed on as the search's end, never as a finding
+                raise _Crashed(exc) from exc
+            self._seen[schedule.digest()] = attempt
+            self.log.add(attempt, time.monotonic() - self._began)
+            self.say(attempt.line(len(self.log.attempts)))
+        if self.mode == "guided":
+            target(attempt.reading.exposure_s, label="owner held (s)")
+            target(attempt.reading.overlap_s, label="executions overlapping (s)")
+            target(float(len(attempt.windows)), label="windows reached")
+        if attempt.violations:
+            kind = attempt.violations[0]
+            raise _violated(kind)(f"{kind}: {'; '.join(schedule.describe())}")
+
+    def _check_budget(self) -> None:
+        if len(self.log.attempts) >= self.budget.runs:
+            raise _OutOfBudget(f"its budget of {self.budget.runs} runs")
+        seconds = self.budget.seconds
+        if seconds is not None and time.monotonic() - self._began >= seconds:
+            raise _OutOfBudget(f"its budget of {seconds:.0f} s")
+
+
+def summary(log: SearchLog) -> dict[str, Any]:
+    return {"runs": len(log.attempts), "verdicts": dict(log.verdicts()), "windows": dict(log.windows()),
+            "stopped_by": log.stopped_by}

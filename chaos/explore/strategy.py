@@ -1,0 +1,32 @@
+"""The Hypothesis strategy of schedules. Its shapes shrink where a reader wants them to: fewer steps, fewer
+jobs and workers, no long jobs, the earliest trigger, the 1st occurrence, no replacement worker."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import strategies as st
+
+from chaos.explore.schedule import MAX_NTH, RELEASES, TRIGGERS, Schedule, Step
+
+MAX_JOBS, MAX_WORKERS, MAX_STEPS = 6, 3, 3  # what the search draws (a written schedule may go further)
+
+
+def schedules(faults: Sequence[str]) -> st.SearchStrategy[Schedule]:
+    """Schedules whose steps inject only `faults` (those the target can take where it runs)."""
+    return _schedules(tuple(faults))
+
+
+@st.composite
+def _schedules(draw: st.DrawFn, faults: tuple[str, ...]) -> Schedule:
+    jobs = draw(st.integers(1, MAX_JOBS), label="jobs")
+    long_jobs = draw(st.integers(0, jobs), label="long_jobs")
+    workers = draw(st.integers(1, MAX_WORKERS), label="workers")
+    steps = draw(st.lists(_steps(jobs, faults), max_size=MAX_STEPS if faults else 0), label="steps")
+    return Schedule(jobs, workers, tuple(steps), long_jobs)
+
+
+def _steps(jobs: int, faults: tuple[str, ...]) -> st.SearchStrategy[Step]:
+    return st.builds(Step.of, trigger=st.sampled_from(TRIGGERS), job=st.integers(1, jobs),
+                     fault=st.sampled_from(faults), nth=st.integers(1, MAX_NTH),
+                     release=st.sampled_from(RELEASES), replace=st.booleans())
