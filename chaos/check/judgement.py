@@ -32,7 +32,8 @@ import bisect
 from itertools import pairwise
 from typing import Any
 
-from chaos.check.history import GLOBAL, Execution, JobHistory, RunHistory
+from chaos.check.capacity import free_seconds
+from chaos.check.history import GLOBAL, Execution, JobHistory, Recovery, RunHistory
 from chaos.check.verdict import Violation
 from chaos.contract import Contract
 from chaos.events import BACKEND, Event
@@ -68,7 +69,7 @@ def judge_job(history: JobHistory, contract: Contract,
                                    finding.detail))
     bound = contract.recovery_bound_s
     for recovery in history.recoveries:
-        if recovery.seconds > bound:
+        if recovery.seconds > bound and _waited_with_a_worker_free(history, recovery, run) > bound:
             fault = run.faults.get(recovery.fault)
             what = f"{fault.kind} {fault.target}" if fault is not None else "?"
             found.append(violation(
@@ -82,6 +83,14 @@ def judge_job(history: JobHistory, contract: Contract,
     if rerun is not None:
         found.append(violation("redelivered_after_owner_loss", *rerun))
     return outcome, found, allowed
+
+
+def _waited_with_a_worker_free(history: JobHistory, recovery: Recovery, run: RunHistory) -> float:
+    """How long of the recovery some worker was free to take the job (`chaos.check.capacity`)."""
+    claimed = next((e.claim.mono for e in history.executions if e.claim.seq == recovery.claim_seq), None)
+    if claimed is None:
+        return recovery.seconds
+    return free_seconds(run, claimed - recovery.seconds, claimed)
 
 
 def _rerun_after_owner_died(history: JobHistory, contract: Contract,

@@ -14,6 +14,7 @@ from chaos.explore.schedule import HOLDING, KILLING, Schedule, Step
 from chaos.scenario import Context, Gate, HeldProbe
 
 POLL_S = 0.05  # how long each pending step's gate is looked at in turn
+DRAINED_CHECK_S = 0.5  # how often the queue is asked whether every job is finished, while steps wait
 
 
 def play(ctx: Context, raw: dict[str, Any]) -> None:
@@ -27,8 +28,9 @@ def play(ctx: Context, raw: dict[str, Any]) -> None:
     for _ in range(schedule.workers):
         ctx.start_worker()
     bound = (2 * handler_s if schedule.long_jobs else 0.0) + ctx.recovery_deadline()
+    alive = [schedule.workers]
     stale = [held for held, step, gate in _in_match_order(ctx, list(zip(schedule.steps, gates)), bound)
-             if _apply(ctx, step, gate, held)]
+             if _apply(ctx, step, gate, held, alive)]
     # A held owner that went on after its release must finish its stale execution before the end, so
     # that what it then did (an effect, an ack, an extension) is in the ledger to be judged.
     for held in stale:
@@ -42,6 +44,7 @@ def _in_match_order(ctx: Context, pending: list[tuple[Step, Gate]],
     later never keeps an earlier event's step waiting (its gate holding a worker meanwhile). A step whose
     event has not come within `bound` of the last one ends the run as not exercised."""
     until = time.monotonic() + bound
+    checked = time.monotonic()
     while pending:
         for step, gate in pending:
             try:
@@ -53,13 +56,19 @@ def _in_match_order(ctx: Context, pending: list[tuple[Step, Gate]],
             until = time.monotonic() + bound
             break
         else:
-            if time.monotonic() >= until:
-                raise NotExercised("no probe matched the trigger of " + "; ".join(
-                    step.describe() for step, _ in pending) + f" within {bound:.1f}s")
+            drained = False
+            if time.monotonic() >= checked + DRAINED_CHECK_S:
+                checked = time.monotonic()
+                drained = _drained(ctx)
+            if drained or time.monotonic() >= until:
+                why = "the queue had finished every job" if drained else f"none came within {bound:.1f}s"
+                raise NotExercised("the trigger of " + "; ".join(step.describe() for step, _ in pending)
+                                   + f" never came: {why}")
 
 
-def _apply(ctx: Context, step: Step, gate: Gate, held: HeldProbe) -> bool:
-    """Apply the step's fault to what its gate holds; whether its victim lives on holding a stale claim."""
+def _apply(ctx: Context, step: Step, gate: Gate, held: HeldProbe, alive: list[int]) -> bool:
+    """Apply the step's fault to what its gate holds; whether its victim lives on holding a stale claim.
+    `alive` counts the workers alive (a kill that leaves none starts a fresh one)."""
     if step.fault in HOLDING:
         until = (ctx.probe_of("claim", held.job, not_worker=held.worker) if step.release == "reclaimed"
                  else _never)
@@ -75,13 +84,24 @@ def _apply(ctx: Context, step: Step, gate: Gate, held: HeldProbe) -> bool:
             ctx.kill_held(gate)
         else:
             ctx.kill_container(held.worker, gate=gate)
-        if step.replace:
+        if step.replace or alive[0] == 1:
             ctx.start_worker()
+        else:
+            alive[0] -= 1
     elif step.fault == "restart":
         ctx.restart(held.worker, gate=gate)
     else:
         ctx.restart_backend(gate=gate)
     return False
+
+
+def _drained(ctx: Context) -> bool:
+    """Every job done or dead in the queue's own view: no trigger of a job's life can come any more."""
+    try:
+        states = ctx.snapshot()
+    except Exception:  # noqa: BLE001 - a backend restarting: ask again later
+        return False
+    return len(states) >= len(ctx.jobs) and all(s.state in ("done", "dead") for s in states)
 
 
 def _never(event: Event) -> bool:

@@ -95,11 +95,13 @@ def attempt_of(schedule: Schedule, result: CellRun, home: Path) -> Attempt:
     verdict = result.verdict or {}
     kinds = tuple(sorted({str(v.get("kind")) for v in verdict.get("violations") or []}))
     reading = Reading()
-    if result.run_dir is not None and (home / result.run_dir / "ledger.sqlite").exists():
+    run_dir = home / result.run_dir if result.run_dir is not None else None
+    if run_dir is not None and (run_dir / "ledger.sqlite").exists():
         lease_s = (verdict.get("contract") or {}).get("lease_s")
-        reading = read(read_events(home / result.run_dir / "ledger.sqlite"), lease_s)
+        reading = read(read_events(run_dir / "ledger.sqlite"), lease_s)
     status = str(verdict.get("verdict") or "error")
     why = "" if status in ("pass", "fail") else (verdict.get("error") or "; ".join(verdict.get("notes") or [])
                                                  or "; ".join(result.outcome.reasons))
-    return Attempt(schedule, status, kinds if status == "fail" else (), reading, result.run_dir, result.duration_s,
+    return Attempt(schedule, status, kinds if status == "fail" else (), reading, str(run_dir) if run_dir else None,
+                   result.duration_s,
                    str(why)[:300])

@@ -26,7 +26,7 @@ RESTARTING = ("restart", "backend_restart")
 FAULTS = KILLING + HOLDING + RESTARTING
 # How a holding fault ends: when another worker claims the victim's job, or at the recovery deadline.
 RELEASES = ("reclaimed", "deadline")
-MAX_JOBS, MAX_WORKERS, MAX_STEPS, MAX_NTH = 12, 6, 4, 3
+MAX_JOBS, MAX_WORKERS, MAX_STEPS, MAX_NTH = 12, 6, 4, 2
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,8 @@ class Step:
         if self.fault in HOLDING:
             what += (" until another worker claims the job" if self.release == "reclaimed"
                      else " until the recovery deadline")
-        if self.fault in KILLING and self.replace:
-            what += ", then start a fresh worker"
+        if self.fault in KILLING:
+            what += ", then start a fresh worker" if self.replace else " (a fresh one starts if none is left)"
         return f"{when}, {what}"
 
 
@@ -82,7 +82,16 @@ class Schedule:
     @property
     def size(self) -> tuple[int, int, int]:
         """(steps, jobs, workers started in all): what "smaller" means when comparing two schedules."""
-        return len(self.steps), self.jobs, self.workers + sum(step.replace for step in self.steps)
+        return len(self.steps), self.jobs, self.workers + self.replacements
+
+    @property
+    def replacements(self) -> int:
+        """Fresh workers started after kills: one per step asking for it, and one after each kill that
+        leaves no worker alive (a queue cannot be asked to recover a job with nobody to run it). The
+        count is the same in whatever order the steps' events come."""
+        asked = sum(step.replace for step in self.steps)
+        unreplaced = sum(step.fault in KILLING and not step.replace for step in self.steps)
+        return asked + max(0, unreplaced - (self.workers - 1))
 
     def no_larger_than(self, other: tuple[int, int, int]) -> bool:
         return all(mine <= theirs for mine, theirs in zip(self.size, other))

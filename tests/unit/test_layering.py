@@ -67,6 +67,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.runtime": ("chaos",),
     "chaos.authoring": ("chaos",),
     "chaos.suite": ("chaos",),
+    "chaos.explore": ("chaos",),
+    # What a found scenario file imports when it runs: the schedule language and its interpreter only.
+    "chaos.explore.schedule": ("chaos.errors",),
+    "chaos.explore.play": ("chaos.errors", "chaos.events", "chaos.explore.schedule", "chaos.scenario"),
     "chaos.pytest_plugin": ("chaos",),
     "chaos.cli": ("chaos",),
     "chaos.doctor": ("chaos.backends", "chaos.containers", "chaos.errors", "chaos.faults"),

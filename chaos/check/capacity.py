@@ -1,0 +1,51 @@
+"""Whether a worker was free to recover a job: a recovery bound promises how soon a job whose owner was
+lost is *available* again, and a queue cannot be blamed for a job nobody was free to take (every worker
+alive was busy with a job of its own, or none was alive). The recovery rule counts only the time some
+worker was free.
+
+A worker is busy from a claim until that execution ends (an ack, an abandon, its process's end, a kill),
+whether or not another worker has taken the job meanwhile: it is still working on it. A worker that may
+run several jobs at once looks busy while it holds one, which can excuse a wait it could have cut short;
+so a target with concurrent workers gets the benefit of that doubt only while every worker holds a job.
+"""
+
+from __future__ import annotations
+
+import math
+
+from chaos.check.history import RunHistory
+
+
+def free_seconds(run: RunHistory, start: float, end: float) -> float:
+    """How much of [start, end] some worker process was alive and held no execution."""
+    busy: dict[str, list[tuple[float, float]]] = {}
+    for history in run.jobs.values():
+        for execution in history.executions:
+            finish = execution.end.mono if execution.end is not None else math.inf
+            busy.setdefault(execution.worker, []).append((execution.at, finish))
+    alive = {worker: _intervals(run, worker) for worker in {*run.starts, *busy}}
+    cuts = sorted({start, end, *(t for spans in (*alive.values(), *busy.values()) for span in spans for t in span
+                                 if start < t < end)})
+    free = 0.0
+    for left, right in zip(cuts, cuts[1:]):
+        middle = (left + right) / 2
+        if any(_within(spans, middle) and not _within(busy.get(worker, []), middle) for worker, spans in alive.items()):
+            free += right - left
+    return free
+
+
+def _intervals(run: RunHistory, worker: str) -> list[tuple[float, float]]:
+    """The spans a worker's processes (role worker) were alive: each start until the next exit (always,
+    for a worker whose start the ledger does not show)."""
+    if worker not in run.starts:
+        return [(-math.inf, math.inf)]
+    exits = sorted(e.mono for e in run.exits.get(worker, []))
+    spans = []
+    for started in sorted(e.mono for e in run.starts[worker] if e.data.get("role", "worker") == "worker"):
+        ended = next((t for t in exits if t >= started), math.inf)
+        spans.append((started, ended))
+    return spans
+
+
+def _within(spans: list[tuple[float, float]], t: float) -> bool:
+    return any(left <= t < right for left, right in spans)
