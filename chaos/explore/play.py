@@ -27,7 +27,8 @@ def play(ctx: Context, raw: dict[str, Any]) -> None:
     gates = [ctx.arm(step.trigger, job=jobs[step.job - 1], nth=step.nth) for step in schedule.steps]
     for _ in range(schedule.workers):
         ctx.start_worker()
-    bound = (2 * handler_s if schedule.long_jobs else 0.0) + ctx.recovery_deadline()
+    # Long enough for one worker to run every long job in turn, and then recover one more.
+    bound = handler_s * (schedule.long_jobs + 1 if schedule.long_jobs else 0) + ctx.recovery_deadline()
     alive = [schedule.workers]
     stale = [held for held, step, gate in _in_match_order(ctx, list(zip(schedule.steps, gates)), bound)
              if _apply(ctx, step, gate, held, alive)]

@@ -15,7 +15,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
@@ -69,7 +68,7 @@ class SearchLog:
     elapsed: list[float] = field(default_factory=list)  # seconds into the search each attempt ended
     first: dict[str, tuple[int, float]] = field(default_factory=dict)  # violation -> (runs, seconds) until found
     smallest: dict[str, Attempt] = field(default_factory=dict)
-    stopped_by: str = "its examples"
+    stopped_by: str = "the end of its search"
 
     def add(self, attempt: Attempt, elapsed_s: float) -> None:
         self.attempts.append(attempt)
@@ -112,7 +111,10 @@ class Search:
             phases.insert(3, Phase.target)
         database: ExampleDatabase | None = (DirectoryBasedExampleDatabase(str(self.database))
                                             if self.database is not None else None)
-        config = settings(max_examples=self.budget.runs, deadline=None, database=database, phases=phases,
+        # Guided search leaves half its runs to Hypothesis's target phase, which climbs the measures
+        # `_example` reports; random search spends them all on fresh draws.
+        examples = max(1, self.budget.runs // 2) if self.mode == "guided" else self.budget.runs
+        config = settings(max_examples=examples, deadline=None, database=database, phases=phases,
                           suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
                           report_multiple_bugs=True)
 
@@ -129,7 +131,7 @@ class Search:
         except _Crashed as crashed:
             raise HarnessError(f"chaos explore could not run a schedule: {crashed.cause!r}") from crashed.cause
         except (Violated, ExceptionGroup, Flaky):  # the violations Hypothesis re-raises are in the log already
-            self.log.stopped_by = "its shrinking"
+            self.log.stopped_by = "the end of its search and shrinking"
         return self.log
 
     def _example(self, schedule: Schedule) -> None:
@@ -143,7 +145,7 @@ class Search:
             self._seen[schedule.digest()] = attempt
             self.log.add(attempt, time.monotonic() - self._began)
             self.say(attempt.line(len(self.log.attempts)))
-        if self.mode == "guided":
+        if self.mode == "guided" and attempt.verdict in ("pass", "fail"):  # a run that proved nothing steers nothing
             target(attempt.reading.exposure_s, label="owner held (s)")
             target(attempt.reading.overlap_s, label="executions overlapping (s)")
             target(float(len(attempt.windows)), label="windows reached")
@@ -158,7 +160,3 @@ class Search:
         if seconds is not None and time.monotonic() - self._began >= seconds:
             raise _OutOfBudget(f"its budget of {seconds:.0f} s")
 
-
-def summary(log: SearchLog) -> dict[str, Any]:
-    return {"runs": len(log.attempts), "verdicts": dict(log.verdicts()), "windows": dict(log.windows()),
-            "stopped_by": log.stopped_by}

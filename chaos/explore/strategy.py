@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from chaos.explore.schedule import MAX_NTH, RELEASES, TRIGGERS, Schedule, Step
 
-MAX_JOBS, MAX_WORKERS, MAX_STEPS = 6, 3, 3  # what the search draws (a written schedule may go further)
+# What the search draws (a written schedule may go further): a long job takes seconds, so at most two.
+MAX_JOBS, MAX_LONG_JOBS, MAX_WORKERS, MAX_STEPS = 6, 2, 3, 3
 
 
 def schedules(faults: Sequence[str]) -> st.SearchStrategy[Schedule]:
@@ -20,7 +21,7 @@ def schedules(faults: Sequence[str]) -> st.SearchStrategy[Schedule]:
 @st.composite
 def _schedules(draw: st.DrawFn, faults: tuple[str, ...]) -> Schedule:
     jobs = draw(st.integers(1, MAX_JOBS), label="jobs")
-    long_jobs = draw(st.integers(0, jobs), label="long_jobs")
+    long_jobs = draw(st.integers(0, min(jobs, MAX_LONG_JOBS)), label="long_jobs")
     workers = draw(st.integers(1, MAX_WORKERS), label="workers")
     steps = draw(st.lists(_steps(jobs, faults), max_size=MAX_STEPS if faults else 0), label="steps")
     return Schedule(jobs, workers, tuple(steps), long_jobs)

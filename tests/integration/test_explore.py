@@ -1,0 +1,75 @@
+"""`chaos explore` end to end (issue 23): it finds a broken variant's known violation within a fixed
+budget, shrinks it to a schedule no larger than the bundled scenario that catches it, writes a scenario
+that `chaos run` replays to the same violation, starts a second exploration from what the first found,
+runs shards at once, and on a correct target finds nothing and says which windows it reached."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.runner import chaos
+
+pytestmark = pytest.mark.full
+
+# The bundled catcher of pg_lease reclaim=early's early_reclaim, kill_after_claim_before_effect:
+# one kill, 8 jobs, 3 workers started in all.
+BUNDLED_EARLY_RECLAIM = (1, 8, 3)
+
+
+def explore(tmp_path: Path, *args: str, timeout: float = 900) -> tuple[int, dict[str, Any], str]:
+    runs = tmp_path / "runs"
+    result = chaos("explore", *args, "--runs-dir", str(runs), "--out", str(tmp_path / "found"), runs_dir=runs,
+                   timeout=timeout)
+    assert "Traceback" not in result.stderr, result.stderr
+    (report,) = runs.glob("explore/*/report.json")
+    return result.code, json.loads(report.read_text()), result.stdout
+
+
+def test_a_broken_variant_is_found_shrunk_written_and_replayed(tmp_path: Path) -> None:
+    code, report, stdout = explore(tmp_path, "--target", "pg_lease", "-p", "reclaim=early", "--budget", "40")
+    assert code == 1, stdout
+    assert report["used"]["runs"] <= 40
+    finding = next(f for f in report["findings"] if f["violation"] == "early_reclaim")
+    size = (finding["size"]["steps"], finding["size"]["jobs"], finding["size"]["workers"])
+    assert all(mine <= bundled for mine, bundled in zip(size, BUNDLED_EARLY_RECLAIM)), finding
+    assert finding["classification"] == "deterministic" and finding["replayed"] == 3
+    scenario = Path(finding["scenario"])
+    assert scenario.parent == tmp_path / "found" and scenario.name.startswith("found_")
+    assert "violates early_reclaim (deterministic, 3/3 replays)" in scenario.read_text()
+    assert f"replay: chaos run --target pg_lease --scenario {scenario} -p reclaim=early" in stdout
+
+    replay = chaos("run", "--target", "pg_lease", "-p", "reclaim=early", "--scenario", str(scenario),
+                   "--runs-dir", str(tmp_path / "replay"))
+    assert replay.code == 1, replay.stdout + replay.stderr
+    assert "early_reclaim" in {v["kind"] for v in replay.verdict["violations"]}
+    assert replay.verdict["faults"] and all(f["exercised"] for f in replay.verdict["faults"])
+
+    # A second exploration of the variant starts from the example database: the failure comes back first.
+    code, again, _ = explore(tmp_path, "--target", "pg_lease", "-p", "reclaim=early", "--budget", "3",
+                             "--replays", "1")
+    assert code == 1
+    assert again["attempts"][0]["violations"] == ["early_reclaim"], again["attempts"][0]
+
+
+def test_shards_search_at_once_and_merge(tmp_path: Path) -> None:
+    code, report, stdout = explore(tmp_path, "--target", "redis_basic", "--budget", "24", "-j", "2",
+                                   "--replays", "2")
+    assert code == 1, stdout
+    shards = sorted(p.name for p in (tmp_path / "runs" / "explore" / "redis_basic").glob("shard-*"))
+    assert shards == ["shard-1-of-2", "shard-2-of-2"]
+    assert report["used"]["runs"] <= 24
+    assert "lost" in {f["violation"] for f in report["findings"]}, stdout
+
+
+def test_a_correct_target_shows_nothing_and_names_the_windows_it_reached(tmp_path: Path) -> None:
+    code, report, stdout = explore(tmp_path, "--target", "pg_lease", "--budget", "20")
+    assert code == 0, stdout
+    assert report["findings"] == [] and report["verdicts"].get("fail", 0) == 0
+    assert report["verdicts"].get("pass", 0) > 0
+    reached = {name for name, runs in report["windows"].items() if runs}
+    assert {"owner_died_before_effect", "owner_held_past_lease", "redelivered"} <= reached, report["windows"]
+    assert "found: no violation in any run" in stdout and "windows reached" in stdout
