@@ -21,7 +21,7 @@ from chaos.explore.report import Finding, Report, text
 from chaos.explore.runs import Attempt, ScheduleRunner, Variant
 from chaos.explore.scenario_file import write
 from chaos.explore.schedule import FAULTS, Schedule
-from chaos.explore.search import MODES, Budget, Search, SearchLog
+from chaos.explore.search import INTERRUPTED, MODES, Budget, Search, SearchLog
 from chaos.explore.windows import Reading
 from chaos.names import id_part
 from chaos.procs import die_with_parent
@@ -79,12 +79,18 @@ def explore(options: ExploreOptions, say: Callable[[str], None]) -> int:
         if options.search_only:
             _write_log(home / "search.json", log)
             return 0
-    findings = _classify(options, log, ScheduleRunner(options.variant, options.home / "replays", options.jobs), say)
+    interrupted = log.stopped_by == INTERRUPTED
+    findings = [] if interrupted else _classify(options, log, ScheduleRunner(options.variant, options.home / "replays",
+                                                                             options.jobs), say)
     report = Report(options.variant.name, options.mode, options.seed, options.budget, options.time_s, faults,
                     log, findings)
     (options.home / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     say(text(report))
     say(f"report: {options.home / 'report.json'}")
+    if interrupted:
+        say("chaos: interrupted; the report holds the runs made so far (nothing was replayed or written to "
+            f"{options.out})")
+        return 130
     return report.exit_code
 
 
@@ -161,23 +167,28 @@ def _shards(options: ExploreOptions, say: Callable[[str], None]) -> SearchLog:
     """Run `jobs` shards of the search as processes of their own; their logs as one."""
     processes = []
     for index in range(1, options.jobs + 1):
+        (options.home / f"shard-{index}-of-{options.jobs}" / "search.json").unlink(missing_ok=True)
         argv = [sys.executable, "-m", "chaos", *command_line(replace(options, jobs=1, shard=(index, options.jobs),
                                                                      search_only=True))]
         processes.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True,
                                           preexec_fn=die_with_parent(signal.SIGTERM)))
+    interrupted = False
     try:
         codes = [process.wait() for process in processes]
-    except BaseException:
+    except KeyboardInterrupt:  # each shard stops its run, cleans up and writes what it found
+        interrupted = True
         for process in processes:
             process.send_signal(signal.SIGTERM)
-        for process in processes:
-            process.wait()
-        raise
-    if any(codes):
+        codes = [process.wait() for process in processes]
+    if any(codes) and not interrupted:
         raise HarnessError(f"a shard of the search ended with exit code {max(codes)}; its output is above")
     log = SearchLog()
     for index in range(1, options.jobs + 1):
-        _read_log(options.home / f"shard-{index}-of-{options.jobs}" / "search.json", log)
+        saved = options.home / f"shard-{index}-of-{options.jobs}" / "search.json"
+        if saved.exists():
+            _read_log(saved, log)
+    if interrupted:
+        log.stopped_by = INTERRUPTED
     return log
 
 

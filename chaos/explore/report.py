@@ -93,7 +93,9 @@ def text(report: Report) -> str:
     if never:
         lines.append(f"  never reached: {', '.join(never)}")
     if not report.findings:
-        lines.append("found: no violation in any run")
+        seen = sorted(log.smallest)
+        lines.append(f"violations seen (neither replayed nor written): {', '.join(seen)}" if seen
+                     else "found: no violation in any run")
     for finding in report.findings:
         schedule = finding.smallest.schedule
         steps, jobs, workers = schedule.size

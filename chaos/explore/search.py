@@ -27,6 +27,7 @@ from chaos.explore.schedule import Schedule
 from chaos.explore.strategy import schedules
 
 MODES = ("guided", "random")
+INTERRUPTED = "an interrupt (Ctrl-C or SIGTERM)"
 
 
 class _OutOfBudget(BaseException):
@@ -132,6 +133,8 @@ class Search:
             raise HarnessError(f"chaos explore could not run a schedule: {crashed.cause!r}") from crashed.cause
         except (Violated, ExceptionGroup, Flaky):  # the violations Hypothesis re-raises are in the log already
             self.log.stopped_by = "the end of its search and shrinking"
+        except KeyboardInterrupt:  # the run under way was stopped and cleaned up; what was found is kept
+            self.log.stopped_by = INTERRUPTED
         return self.log
 
     def _example(self, schedule: Schedule) -> None:

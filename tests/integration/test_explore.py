@@ -6,12 +6,17 @@ runs shards at once, and on a correct target finds nothing and says which window
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.runner import chaos
+from chaos.leftovers import processes_mentioning
+from tests.integration.runner import REPO, chaos
 
 pytestmark = pytest.mark.full
 
@@ -73,3 +78,24 @@ def test_a_correct_target_shows_nothing_and_names_the_windows_it_reached(tmp_pat
     reached = {name for name, runs in report["windows"].items() if runs}
     assert {"owner_died_before_effect", "owner_held_past_lease", "redelivered"} <= reached, report["windows"]
     assert "found: no violation in any run" in stdout and "windows reached" in stdout
+
+
+def test_ctrl_c_stops_the_run_under_way_leaves_nothing_and_keeps_the_runs_made(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    process = subprocess.Popen([sys.executable, "-m", "chaos", "explore", "--target", "pg_lease", "--budget", "50",
+                                "--runs-dir", str(runs), "--out", str(tmp_path / "found")], cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    for line in process.stdout:  # the second run has started once the first has ended
+        if line.startswith("[1] "):
+            break
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stdout + stderr
+    assert "Traceback" not in stderr
+    assert "interrupted; the report holds the runs made so far" in stdout
+    (report,) = runs.glob("explore/*/report.json")
+    assert json.loads(report.read_text())["used"]["stopped_by"].startswith("an interrupt")
+    assert processes_mentioning(str(runs)) == []
+    assert not (tmp_path / "found").exists()
