@@ -112,12 +112,14 @@ class Search:
             phases.insert(3, Phase.target)
         database: ExampleDatabase | None = (DirectoryBasedExampleDatabase(str(self.database))
                                             if self.database is not None else None)
-        # Guided search leaves half its runs to Hypothesis's target phase, which climbs the measures
-        # `_example` reports; random search spends them all on fresh draws.
+        # The first violation found ends the search and is shrunk at once, with the rest of the budget
+        # (another kind seen meanwhile is kept as first seen). Guided search leaves half its runs to
+        # Hypothesis's target phase, which climbs the measures `_example` reports; random search spends
+        # them all on fresh draws.
         examples = max(1, self.budget.runs // 2) if self.mode == "guided" else self.budget.runs
         config = settings(max_examples=examples, deadline=None, database=database, phases=phases,
                           suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
-                          report_multiple_bugs=True)
+                          report_multiple_bugs=False)
 
         @config
         @seed(self.seed)
