@@ -248,6 +248,8 @@ def _suite(args: argparse.Namespace) -> int:
 
 
 def _explore(args: argparse.Namespace) -> int:
+    _overrides(args.param)  # each KEY=VALUE, or a usage error saying so
+    _overrides(args.contract, "-c", "watchdog=true")
     faults = tuple(k.strip() for k in args.faults.split(",") if k.strip()) if args.faults is not None else None
     return explore(ExploreOptions(args.target, tuple(args.param), tuple(args.contract), args.backend,
                                   args.worker_image, args.budget, args.time, args.seed, args.mode, faults, args.jobs,

@@ -25,8 +25,9 @@ from chaos.explore.search import INTERRUPTED, MODES, Budget, Search, SearchLog
 from chaos.explore.windows import Reading
 from chaos.names import id_part
 from chaos.procs import die_with_parent
-from chaos.runtime.run import RunOptions, prepare
+from chaos.runtime.run import prepare
 from chaos.scenario import Scenario
+from chaos.suite.runner import run_options
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,11 @@ def explore(options: ExploreOptions, say: Callable[[str], None]) -> int:
                                                                              options.jobs), say)
     report = Report(options.variant.name, options.mode, options.seed, options.budget, options.time_s, faults,
                     log, findings)
-    (options.home / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    where = (home if count > 1 else options.home) / "report.json"  # one machine's shard: its own report
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     say(text(report))
-    say(f"report: {options.home / 'report.json'}")
+    say(f"report: {where}")
     if interrupted:
         say("chaos: interrupted; the report holds the runs made so far (nothing was replayed or written to "
             f"{options.out})")
@@ -98,9 +101,8 @@ def takeable_faults(options: ExploreOptions) -> tuple[str, ...]:
     """The fault kinds a run of the target can take where it runs, as `chaos run` would judge a scenario
     declaring each: the target's own settings checked first (a mistake there is the user's, exit 2)."""
     target = find_target(options.target)
-    run_options = RunOptions(overrides=_pairs(options.params, "-p"), contract=_pairs(options.contract, "-c"),
-                             backend=options.backend or "local", worker_image=options.worker_image)
-    prepare(target, _declaring(()), run_options)
+    settings = run_options(options.variant.cell("explore"))
+    prepare(target, _declaring(()), settings)
     wanted = options.faults if options.faults is not None else FAULTS
     unknown = [kind for kind in wanted if kind not in FAULTS]
     if unknown:
@@ -109,7 +111,7 @@ def takeable_faults(options: ExploreOptions) -> tuple[str, ...]:
     takeable = []
     for kind in wanted:
         try:
-            prepare(target, _declaring((kind,)), run_options)
+            prepare(target, _declaring((kind,)), settings)
         except ConfigError as refused:
             if options.faults is not None:  # asked for by name: say why it cannot be
                 raise ConfigError(f"--faults {kind}: {refused}") from refused
@@ -120,16 +122,6 @@ def takeable_faults(options: ExploreOptions) -> tuple[str, ...]:
 
 def _declaring(faults: tuple[str, ...]) -> Scenario:
     return Scenario("explore", Path("explore.py"), "", lambda ctx: None, faults)
-
-
-def _pairs(settings: tuple[str, ...], flag: str) -> dict[str, str]:
-    pairs = {}
-    for setting in settings:
-        key, sep, value = setting.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"{flag} {setting!r}: expected KEY=VALUE, e.g. {flag} reclaim=early.")
-        pairs[key] = value
-    return pairs
 
 
 def _classify(options: ExploreOptions, log: SearchLog, runner: ScheduleRunner,
@@ -196,15 +188,8 @@ def command_line(options: ExploreOptions) -> list[str]:
     """The `chaos explore` arguments that repeat `options`."""
     argv = ["explore", "--target", options.target, "--budget", str(options.budget), "--seed", str(options.seed),
             "--mode", options.mode, "--replays", str(options.replays), "--out", str(options.out),
-            "--runs-dir", str(options.runs_dir), "--shard", f"{options.shard[0]}/{options.shard[1]}"]
-    for param in options.params:
-        argv += ["-p", param]
-    for key in options.contract:
-        argv += ["-c", key]
-    if options.backend:
-        argv += ["--backend", options.backend]
-    if options.worker_image:
-        argv += ["--worker-image", options.worker_image]
+            "--runs-dir", str(options.runs_dir), "--shard", f"{options.shard[0]}/{options.shard[1]}",
+            *options.variant.cell("explore").settings_argv()]
     if options.time_s is not None:
         argv += ["--time", str(options.time_s)]
     if options.faults is not None:

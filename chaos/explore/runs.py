@@ -35,9 +35,8 @@ class Variant:
 
     def command(self, scenario: Path) -> str:
         """The `chaos run` command that runs `scenario` against this variant."""
-        argv = self.cell(str(scenario)).argv(1, Path("runs"))
-        cut = argv.index("--seed")
-        return " ".join(["chaos", *argv[:cut], *argv[cut + 4:]])
+        return " ".join(["chaos", "run", "--target", self.target, "--scenario", str(scenario),
+                         *self.cell(str(scenario)).settings_argv()])
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,12 @@ class Cell:
 
     def argv(self, seed: int, runs_dir: Path) -> list[str]:
         """The `chaos run` arguments of this cell."""
-        args = ["run", "--target", self.target, "--scenario", self.scenario, "--seed", str(seed),
-                "--runs-dir", str(runs_dir)]
+        return ["run", "--target", self.target, "--scenario", self.scenario, "--seed", str(seed),
+                "--runs-dir", str(runs_dir), *self.settings_argv()]
+
+    def settings_argv(self) -> list[str]:
+        """The arguments of its settings: -p, -c, -s, where it runs."""
+        args: list[str] = []
         for param in self.params:
             args += ["-p", param]
         for key in self.contract:

@@ -53,12 +53,16 @@ def preflight(cells: list[Cell]) -> None:
     """Check every cell as `chaos run` would before it starts anything: a usage error names its cell."""
     for cell in {cell.id: cell for cell in cells}.values():
         try:
-            target, scenario = find_target(cell.target), find_scenario(cell.scenario)
-            prepare(target, scenario, RunOptions(overrides=_pairs(cell.params), contract=_pairs(cell.contract),
-                                                 scenario_params=_pairs(cell.scenario_params),
-                                                 backend=cell.backend or "local", worker_image=cell.worker_image))
+            prepare(find_target(cell.target), find_scenario(cell.scenario), run_options(cell))
         except ConfigError as exc:
             raise ConfigError(f"Suite cell {cell.variant} x {cell.scenario_variant}: {exc}") from exc
+
+
+def run_options(cell: Cell) -> RunOptions:
+    """The options `chaos run` takes from a cell's arguments."""
+    return RunOptions(overrides=_pairs(cell.params), contract=_pairs(cell.contract),
+                      scenario_params=_pairs(cell.scenario_params), backend=cell.backend or "local",
+                      worker_image=cell.worker_image)
 
 
 def _pairs(settings: tuple[str, ...]) -> dict[str, str]:
