@@ -38,8 +38,8 @@ from chaos.runtime.sink import SINK_MODES
 from chaos.scenario import load_scenario
 from chaos.suite.command import SuiteOptions, run_suite
 from chaos.suite.merge import merge
-from chaos.suite.shard import parse_shard
 from chaos.suite.report import markdown
+from chaos.suite.shard import parse_shard
 from chaos.target import load_target
 from chaos.toxiproxy.server import serve
 

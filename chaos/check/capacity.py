@@ -4,13 +4,16 @@ alive was busy with a job of its own, or none was alive). The recovery rule coun
 worker was free.
 
 A worker is busy from a claim until that execution ends (an ack, an abandon, its process's end, a kill),
-whether or not another worker has taken the job meanwhile: it is still working on it. A worker that may
+whether or not another worker has taken the job meanwhile: it is still working on it. It can take
+nothing either while a fault that takes its jobs holds it (a stop, a pause, a partition: applied until
+healed). A worker that may
 run several jobs at once looks busy while it holds one, which can excuse a wait it could have cut short;
 so a target with concurrent workers gets the benefit of that doubt only while every worker holds a job.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from chaos.check.history import RunHistory
@@ -23,11 +26,17 @@ def free_seconds(run: RunHistory, start: float, end: float) -> float:
         for execution in history.executions:
             finish = execution.end.mono if execution.end is not None else math.inf
             busy.setdefault(execution.worker, []).append((execution.at, finish))
-    alive = {worker: _intervals(run, worker) for worker in {*run.starts, *busy}}
+    workers = set(busy)
+    for fault in run.faults.values():  # frozen or cut off: it can take nothing while the fault lasts
+        rule = fault.rule
+        if rule.takes_owner and rule.heal is not None and fault.target and fault.applied is not None:
+            healed = fault.healed.mono if fault.healed is not None else math.inf
+            busy.setdefault(fault.target, []).append((fault.applied.mono, healed))
+    alive = {worker: _intervals(run, worker) for worker in {*run.starts, *workers}}
     cuts = sorted({start, end, *(t for spans in (*alive.values(), *busy.values()) for span in spans for t in span
                                  if start < t < end)})
     free = 0.0
-    for left, right in zip(cuts, cuts[1:]):
+    for left, right in itertools.pairwise(cuts):
         middle = (left + right) / 2
         if any(_within(spans, middle) and not _within(busy.get(worker, []), middle) for worker, spans in alive.items()):
             free += right - left

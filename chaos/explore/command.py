@@ -127,28 +127,34 @@ def _declaring(faults: tuple[str, ...]) -> Scenario:
 def _classify(options: ExploreOptions, log: SearchLog, runner: ScheduleRunner,
               say: Callable[[str], None]) -> list[Finding]:
     """Replay the smallest schedule of each violation `replays` times from the scenario file written for
-    it: deterministic (every time), flaky (its rate) or gone (never again, and the file is removed)."""
-    findings = []
+    it (one file for the violations sharing a schedule): each violation deterministic (every replay shows
+    it), flaky (its rate) or gone (none does; a file none of its violations came back in is removed)."""
+    by_schedule: dict[str, list[str]] = {}
     for kind, attempt in sorted(log.smallest.items()):
-        schedule = attempt.schedule
+        by_schedule.setdefault(attempt.schedule.digest(), []).append(kind)
+    findings = []
+    for kinds in by_schedule.values():
+        schedule = log.smallest[kinds[0]].schedule
         name = f"found_{_digest(options.variant.name, schedule)}"
-        path = write(options.out / f"{name}.py", schedule, _headline(options, kind, None))
-        say(f"replaying {name} ({kind}) {options.replays} times")
+        path = write(options.out / f"{name}.py", schedule, _headline(options, [], kinds))
+        say(f"replaying {name} ({', '.join(kinds)}) {options.replays} times")
         replays = runner.replay(path, schedule, options.replays)
-        again = sum(kind in r.violations for r in replays)
-        finding = Finding(kind, attempt, log.first[kind], again, options.replays,
-                          path if again else None, options.variant.command(path))
-        if again:
-            write(path, schedule, _headline(options, kind, finding), [f"Replay: {finding.command}"])
+        found = [Finding(kind, log.smallest[kind], log.first[kind], sum(kind in r.violations for r in replays),
+                         options.replays, path, options.variant.command(path)) for kind in kinds]
+        if any(f.again for f in found):
+            write(path, schedule, _headline(options, found, kinds), [f"Replay: {options.variant.command(path)}"])
         else:
             path.unlink()
-        findings.append(finding)
+            found = [replace(f, scenario=None) for f in found]
+        findings += found
     return findings
 
 
-def _headline(options: ExploreOptions, kind: str, finding: Finding | None) -> str:
-    found = f"Found by chaos explore: {options.variant.name} violates {kind}"
-    return found + (f" ({finding.classification}, {finding.replayed} replays)." if finding else ".")
+def _headline(options: ExploreOptions, found: list[Finding], kinds: list[str]) -> str:
+    if not found:
+        return f"Found by chaos explore: {options.variant.name} violates {', '.join(kinds)}."
+    return (f"Found by chaos explore: {options.variant.name} violates "
+            + ", ".join(f"{f.violation} ({f.classification}, {f.replayed} replays)" for f in found) + ".")
 
 
 def _digest(variant: str, schedule: Schedule) -> str:
@@ -205,7 +211,7 @@ def _write_log(path: Path, log: SearchLog) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"stopped_by": log.stopped_by,
                                 "attempts": [[a.to_dict(), log_seconds] for a, log_seconds in
-                                             zip(log.attempts, log.elapsed)]}) + "\n")
+                                             zip(log.attempts, log.elapsed, strict=True)]}) + "\n")
 
 
 def _read_log(path: Path, log: SearchLog) -> None:

@@ -30,7 +30,7 @@ def play(ctx: Context, raw: dict[str, Any]) -> None:
     # Long enough for one worker to run every long job in turn, and then recover one more.
     bound = handler_s * (schedule.long_jobs + 1 if schedule.long_jobs else 0) + ctx.recovery_deadline()
     alive = [schedule.workers]
-    stale = [held for held, step, gate in _in_match_order(ctx, list(zip(schedule.steps, gates)), bound)
+    stale = [held for held, step, gate in _in_match_order(ctx, list(zip(schedule.steps, gates, strict=True)), bound)
              if _apply(ctx, step, gate, held, alive)]
     # A held owner that went on after its release must finish its stale execution before the end, so
     # that what it then did (an effect, an ack, an extension) is in the ledger to be judged.
@@ -82,7 +82,7 @@ def _apply(ctx: Context, step: Step, gate: Gate, held: HeldProbe, alive: list[in
         return True
     if step.fault in KILLING:
         if step.fault == "kill":
-            ctx.kill_held(gate)
+            ctx.kill(held.worker, gate=gate)
         else:
             ctx.kill_container(held.worker, gate=gate)
         if step.replace or alive[0] == 1:
@@ -93,6 +93,7 @@ def _apply(ctx: Context, step: Step, gate: Gate, held: HeldProbe, alive: list[in
         ctx.restart(held.worker, gate=gate)
     else:
         ctx.restart_backend(gate=gate)
+    ctx.release(gate)  # what the gate held goes on (a restarted server's client) or is gone
     return False
 
 

@@ -20,7 +20,7 @@ class Finding:
     first: tuple[int, float]  # (runs, seconds) into the search when it was first seen
     again: int  # of `replays` replays of the written scenario, how many showed it again
     replays: int
-    scenario: Path | None  # the written scenario (None: gone, so none is kept)
+    scenario: Path | None  # the written scenario (None: no replay showed any of its violations, so none is kept)
     command: str
 
     @property
@@ -39,8 +39,13 @@ class Finding:
                 "replayed": self.again, "replays": self.replays, "first_found_after_runs": self.first[0],
                 "first_found_after_s": round(self.first[1], 1), "schedule": schedule.to_dict(),
                 "size": {"steps": schedule.size[0], "jobs": schedule.size[1], "workers": schedule.size[2]},
-                "described": schedule.describe(), "scenario": str(self.scenario) if self.scenario else None,
-                "replay": self.command if self.scenario else None, "run_dir": self.smallest.run_dir}
+                "described": schedule.describe(), "scenario": str(self.kept) if self.kept else None,
+                "replay": self.command if self.kept else None, "run_dir": self.smallest.run_dir}
+
+    @property
+    def kept(self) -> Path | None:
+        """The scenario that replays it: none when no replay showed it."""
+        return self.scenario if self.again else None
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,7 @@ def text(report: Report) -> str:
                      f"smallest schedule {steps} step(s), {jobs} job(s), {workers} worker(s):")
         lines += [f"    {line}" for line in schedule.describe()]
         lines.append(f"  replayed {finding.replayed}: {finding.classification}"
-                     + (f"; written to {finding.scenario}" if finding.scenario else "; no scenario kept"))
-        if finding.scenario:
+                     + (f"; written to {finding.kept}" if finding.kept else "; no scenario kept for it"))
+        if finding.kept:
             lines.append(f"  replay: {finding.command}")
     return "\n".join(lines)

@@ -94,7 +94,7 @@ class Schedule:
         return asked + max(0, unreplaced - (self.workers - 1))
 
     def no_larger_than(self, other: tuple[int, int, int]) -> bool:
-        return all(mine <= theirs for mine, theirs in zip(self.size, other))
+        return all(mine <= theirs for mine, theirs in zip(self.size, other, strict=True))
 
     def describe(self) -> list[str]:
         long = f", {self.long_jobs} of them running past the ownership deadline" if self.long_jobs else ""

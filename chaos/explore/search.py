@@ -21,13 +21,14 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
 from chaos.errors import HarnessError
-
 from chaos.explore.runs import Attempt, ScheduleRunner
 from chaos.explore.schedule import Schedule
+from chaos.explore.shrink import shrink
 from chaos.explore.strategy import schedules
 
 MODES = ("guided", "random")
 INTERRUPTED = "an interrupt (Ctrl-C or SIGTERM)"
+ROUND_SEED_STEP = 7919  # a later round of the search draws from another seed
 
 
 class _OutOfBudget(BaseException):
@@ -104,42 +105,73 @@ class Search:
         self.log = SearchLog()
         self._seen: dict[str, Attempt] = {}
         self._began = 0.0
+        self._current: str | None = None  # the kind this round's Hypothesis search is shrinking
+        self._done: set[str] = set()  # the kinds shrunk already (by a round, or greedily)
 
     def run(self) -> SearchLog:
+        """Rounds of search until the budget is spent or a round finds no new violation: each round's first
+        new violation ends it and is shrunk by Hypothesis; any other kind its runs showed is then shrunk
+        greedily; the next round looks for kinds not seen yet."""
         self._began = time.monotonic()
-        phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
-        if self.mode == "guided":
-            phases.insert(3, Phase.target)
-        database: ExampleDatabase | None = (DirectoryBasedExampleDatabase(str(self.database))
-                                            if self.database is not None else None)
-        # The first violation found ends the search and is shrunk at once, with the rest of the budget
-        # (another kind seen meanwhile is kept as first seen). Guided search leaves half its runs to
-        # Hypothesis's target phase, which climbs the measures `_example` reports; random search spends
-        # them all on fresh draws.
-        examples = max(1, self.budget.runs // 2) if self.mode == "guided" else self.budget.runs
-        config = settings(max_examples=examples, deadline=None, database=database, phases=phases,
-                          suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
-                          report_multiple_bugs=False)
-
-        @config
-        @seed(self.seed)
-        @given(schedules(self.faults))
-        def explore(schedule: Schedule) -> None:
-            self._example(schedule)
-
         try:
-            explore()
+            round_ = 0
+            while self._round(round_):
+                self._shrink_the_rest()
+                round_ += 1
+            self._shrink_the_rest()
+            self.log.stopped_by = "the end of its search" + (", no new violation in its last round" if round_ else "")
         except _OutOfBudget as out:
             self.log.stopped_by = str(out)
         except _Crashed as crashed:
             raise HarnessError(f"chaos explore could not run a schedule: {crashed.cause!r}") from crashed.cause
-        except (Violated, ExceptionGroup, Flaky):  # the violations Hypothesis re-raises are in the log already
-            self.log.stopped_by = "the end of its search and shrinking"
         except KeyboardInterrupt:  # the run under way was stopped and cleaned up; what was found is kept
             self.log.stopped_by = INTERRUPTED
         return self.log
 
-    def _example(self, schedule: Schedule) -> None:
+    def _round(self, round_: int) -> bool:
+        """One Hypothesis search; whether it found (and shrank) a new violation. Guided search leaves half
+        its runs to Hypothesis's target phase, which climbs the measures `_example` reports; random search
+        spends them all on fresh draws. Only the first round keeps its failure in the example database (a
+        later round's would see the earlier kinds as passing and drop them from it)."""
+        phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
+        if self.mode == "guided":
+            phases.insert(3, Phase.target)
+        database: ExampleDatabase | None = (DirectoryBasedExampleDatabase(str(self.database))
+                                            if self.database is not None and round_ == 0 else None)
+        left = max(1, self.budget.runs - len(self.log.attempts))
+        config = settings(max_examples=max(1, left // 2) if self.mode == "guided" else left, deadline=None,
+                          database=database, phases=phases, suppress_health_check=list(HealthCheck),
+                          verbosity=Verbosity.quiet, print_blob=False, report_multiple_bugs=False)
+
+        @config
+        @seed(self.seed + ROUND_SEED_STEP * round_)
+        @given(schedules(self.faults))
+        def explore(schedule: Schedule) -> None:
+            self._example(schedule)
+
+        self._current = None
+        try:
+            explore()
+        except (Violated, ExceptionGroup, Flaky):  # the violations Hypothesis re-raises are in the log already
+            pass
+        if self._current is None:
+            return False
+        self._done.add(self._current)
+        return True
+
+    def _shrink_the_rest(self) -> None:
+        """Each violation seen that no round shrank (a run showed it beside the one Hypothesis shrank),
+        shrunk greedily with what is left of the budget, in the order they were first seen."""
+        for kind in sorted(self.log.first, key=lambda k: self.log.first[k]):
+            if kind not in self._done:
+                shrink(self.log.smallest[kind].schedule, self._shows(kind))
+                self._done.add(kind)
+
+    def _shows(self, kind: str) -> Callable[[Schedule], bool]:
+        return lambda schedule: kind in self._attempt(schedule).violations
+
+    def _attempt(self, schedule: Schedule) -> Attempt:
+        """The schedule's run: made once, within the budget, and logged."""
         attempt = self._seen.get(schedule.digest())
         if attempt is None:
             self._check_budget()
@@ -150,13 +182,18 @@ class Search:
             self._seen[schedule.digest()] = attempt
             self.log.add(attempt, time.monotonic() - self._began)
             self.say(attempt.line(len(self.log.attempts)))
+        return attempt
+
+    def _example(self, schedule: Schedule) -> None:
+        attempt = self._attempt(schedule)
         if self.mode == "guided" and attempt.verdict in ("pass", "fail"):  # a run that proved nothing steers nothing
             target(attempt.reading.exposure_s, label="owner held (s)")
             target(attempt.reading.overlap_s, label="executions overlapping (s)")
             target(float(len(attempt.windows)), label="windows reached")
-        if attempt.violations:
-            kind = attempt.violations[0]
-            raise _violated(kind)(f"{kind}: {'; '.join(schedule.describe())}")
+        new = [kind for kind in attempt.violations if kind not in self._done]
+        if new:  # the round's first failure's kind is the one Hypothesis shrinks
+            self._current = self._current or new[0]
+            raise _violated(new[0])(f"{new[0]}: {'; '.join(schedule.describe())}")
 
     def _check_budget(self) -> None:
         if len(self.log.attempts) >= self.budget.runs:

@@ -40,7 +40,7 @@ def test_a_broken_variant_is_found_shrunk_written_and_replayed(tmp_path: Path) -
     assert report["used"]["runs"] <= 40
     finding = next(f for f in report["findings"] if f["violation"] == "early_reclaim")
     size = (finding["size"]["steps"], finding["size"]["jobs"], finding["size"]["workers"])
-    assert all(mine <= bundled for mine, bundled in zip(size, BUNDLED_EARLY_RECLAIM)), finding
+    assert all(mine <= bundled for mine, bundled in zip(size, BUNDLED_EARLY_RECLAIM, strict=True)), finding
     assert finding["classification"] == "deterministic" and finding["replayed"] == 3
     scenario = Path(finding["scenario"])
     assert scenario.parent == tmp_path / "found" and scenario.name.startswith("found_")

@@ -35,3 +35,24 @@ def test_a_recovery_while_every_live_worker_was_busy_is_not_past_the_bound() -> 
 def test_a_recovery_past_the_bound_with_an_idle_worker_alive_is_a_violation() -> None:
     verdict = judge(busy_survivor(idle_spare=True).snapshot(a="done", b="done").events)
     assert "recovery_bound_exceeded" in kinds(verdict)
+
+
+def partitioned_survivor(healed_after_s: float) -> History:
+    """w1 gives `a` up when a partition cuts it off, while w2 is busy with `b` for 3 s; the partition
+    heals after `healed_after_s`, and w1 takes `a` back 3 s after it lost it."""
+    h = History(LEASE).start("w1", 11).start("w2", 12).enqueue("a", "b")
+    h.claim("b", "w2", "tb", pid=12).claim("a", "w1", "ta", pid=11).partition("w1")
+    h.abandon("a", "w1", "ta", reason="lost")
+    h.heal("w1", dt=healed_after_s)
+    h.heartbeat("b", "w2", "tb", dt=2.9 - healed_after_s).effect("b", "w2", "tb").ack("b", "w2", "tb")
+    return h.execute("a", "w1", dt=0.1)
+
+
+def test_a_partitioned_worker_is_no_worker_free_to_recover_a_job() -> None:
+    verdict = judge(partitioned_survivor(2.8).snapshot(a="done", b="done").events)
+    assert "recovery_bound_exceeded" not in kinds(verdict), [v.message for v in verdict.violations]
+
+
+def test_once_its_partition_heals_the_worker_is_free_again() -> None:
+    verdict = judge(partitioned_survivor(0.3).snapshot(a="done", b="done").events)
+    assert "recovery_bound_exceeded" in kinds(verdict)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from chaos.errors import ConfigError
 from chaos.explore.scenario_file import render, write
 from chaos.explore.schedule import FAULTS, Schedule, Step
+from chaos.explore.shrink import shrink, smaller
 from chaos.explore.strategy import schedules
 from chaos.scenario import load_scenario
 
@@ -79,3 +80,22 @@ def test_the_search_draws_only_the_faults_it_is_given(data: st.DataObject) -> No
     faults = data.draw(st.lists(st.sampled_from(FAULTS), min_size=1, unique=True))
     schedule = data.draw(schedules(faults))
     assert set(schedule.faults) <= set(faults)
+
+
+@given(schedules(FAULTS))
+def test_every_cut_is_a_valid_schedule_no_larger_than_what_it_cut(schedule: Schedule) -> None:
+    for candidate in smaller(schedule):
+        assert Schedule.from_dict(candidate.to_dict()) == candidate
+        assert candidate != schedule and candidate.no_larger_than(schedule.size)
+
+
+def test_the_greedy_shrinker_keeps_only_what_the_violation_needs() -> None:
+    def shows(schedule: Schedule) -> bool:  # a stop of a long job's owner, with a second worker to reclaim it
+        return schedule.workers >= 2 and schedule.long_jobs >= 1 and any(
+            s.fault == "stop" and s.job <= schedule.long_jobs for s in schedule.steps)
+
+    start = Schedule(5, 3, (Step.of("before:ack", 4, "kill", nth=2, replace=True),
+                            Step.of("before:ack", 1, "stop", nth=2, release="deadline"),
+                            Step.of("after:effect", 2, "backend_restart")), long_jobs=2)
+    assert shows(start)
+    assert shrink(start, shows) == Schedule(1, 2, (Step.of("after:claim", 1, "stop", release="deadline"),), 1)
