@@ -122,11 +122,12 @@ def _emulated(ledger: Sequence[Event]) -> list[str]:
 def _unsettled(history: JobHistory, contract: Contract) -> str:
     """Why a job still waiting for its recovery at the end is not called stuck."""
     state = (history.snapshot or {}).get("state", "?")
-    if history.lost is None:
-        return (f"{history.job} was still {state} when the scenario ended without being exercised, before it "
-                "waited for the jobs to settle")
     bound = contract.recovery_bound_s
-    elapsed = unsettled_for(history, bound) or 0.0
+    elapsed = unsettled_for(history, bound)
+    if history.lost is None or elapsed is None:
+        return (f"{history.job} was still {state} at the end, but no worker was free to take it for as long as "
+                f"the recovery bound of {bound}s (every one alive was busy with a job, held, or cut off): that "
+                "proves nothing about the queue")
     fault, owner = history.lost
     return (f"{history.job} was still {state} {elapsed:.3f}s after fault {fault} took its owner {owner}, "
             f"{bound - elapsed:.3f}s before its recovery bound of {bound}s: the scenario ended too soon to "

@@ -29,9 +29,11 @@ a known loss without a watchdog) are returned apart, with their exposure, for `V
 from __future__ import annotations
 
 import bisect
+import math
 from itertools import pairwise
 from typing import Any
 
+from chaos import events
 from chaos.check.capacity import free_seconds
 from chaos.check.history import GLOBAL, Execution, JobHistory, Recovery, RunHistory
 from chaos.check.verdict import Violation
@@ -194,10 +196,18 @@ def _forbidden_by(kind: str, contract: Contract) -> str:
     return ""
 
 
-def ended_early(run: RunHistory) -> bool:
-    """The scenario gave up waiting (a gate never matched, an event never came): it never waited for the
-    jobs to settle, so one still pending or claimed proves nothing."""
-    return run.end is not None and run.end.get("status") == "not_exercised"
+def nobody_free_for(history: JobHistory, run: RunHistory) -> float:
+    """How long, of the job's wait until the final snapshot (since its owner was lost, its last execution
+    ended, or it was enqueued), some worker was free to take it (`chaos.check.capacity`): a job nobody
+    could take for as long as the recovery bound proves nothing about the queue."""
+    if history.snapshot_at is None:
+        return math.inf
+    since = history.lost_owner_at
+    if since is None:
+        ends = [e.end.mono for e in history.executions if e.end is not None]
+        enqueued = [e.mono for e in history.events if e.kind == events.ENQUEUE]
+        since = max([*ends, *enqueued], default=history.snapshot_at)
+    return free_seconds(run, since, history.snapshot_at)
 
 
 def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[str, str]:
@@ -214,7 +224,8 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
             return "dead_lettered", ""  # the promise kept: its owner died, and the queue recorded it failed
         return "dead_lettered", _dead_letter_reason(history, contract, snap)
     if where in ("pending", "claimed"):
-        if ended_early(run) or unsettled_for(history, contract.recovery_bound_s) is not None:
+        if (unsettled_for(history, contract.recovery_bound_s) is not None
+                or nobody_free_for(history, run) <= contract.recovery_bound_s):
             return "unsettled", ""  # its owner was lost too recently to call it stuck: not judged
         owner = f", claimed by {snap['owner']}" if snap.get("owner") else ""
         claims = len(history.executions)

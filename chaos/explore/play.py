@@ -18,6 +18,9 @@ DRAINED_CHECK_S = 0.5  # how often the queue is asked whether every job is finis
 
 
 def play(ctx: Context, raw: dict[str, Any]) -> None:
+    """Run a schedule (its plain form, as a scenario file carries it): enqueue its jobs, arm a gate per
+    step, start its workers, apply each step's fault as its gate holds a probe, then wait for every stale
+    owner to finish and for the queue to drain."""
     schedule = Schedule.from_dict(raw)
     handler_s = ctx.long_handler_s()
     jobs: list[str] = []

@@ -231,7 +231,7 @@ class ScenarioContext:
     def wait_drained(self, timeout: float) -> bool:
         """Ends once every job is finished, or at `timeout`, or a recovery bound after no process was left
         that could finish one: waiting longer would change nothing but the run's length, and a job its
-        lost owner left is then past its recovery bound, so judged stuck as after the full wait."""
+        lost owner left is judged as after the full wait (not stuck: nobody was left to take it)."""
         deadline = time.monotonic() + timeout
         wanted = set(self.jobs)
         self._doing(f"waiting for the queue to drain its {len(wanted)} job(s)")

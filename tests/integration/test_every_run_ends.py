@@ -352,7 +352,9 @@ def test_a_scenario_that_kills_and_ends_at_once_is_inconclusive_not_a_false_stuc
 
 def test_a_drain_with_every_worker_dead_ends_a_recovery_bound_later_with_the_same_verdict(tmp_path: Path) -> None:
     """Not after its 30 s bound: once no process is left that could finish a job, the wait lasts only until
-    the lost owner's job is past its recovery bound, so it is judged stuck exactly as after the full wait."""
+    the lost owner's job is past its recovery bound, so it is judged exactly as after the full wait: not
+    stuck, since no worker was left to take it (a correct queue cannot recover a job for nobody), so the
+    run proved nothing."""
     alone = tmp_path / "alone.py"
     alone.write_text('"""Kills the only worker after its effect, then waits for a drain that cannot come."""\n\n'
                      'FAULTS = ("kill",)\n\n\ndef run(ctx):\n    ctx.enqueue(1)\n'
@@ -364,5 +366,6 @@ def test_a_drain_with_every_worker_dead_ends_a_recovery_bound_later_with_the_sam
     gave_up = next(e for e in recorded if e.kind == "drain.timeout")
     assert gave_up.data.get("workers_exited") is True, gave_up.data
     assert 2.0 <= gave_up.mono - killed.mono < 6.0, "the wait ended a recovery bound (2 s) after the kill, not at 30 s"
-    assert result.code == 1, result.stdout + result.stderr
-    assert result.verdict["jobs"] == {"job-0001": "stuck"}, result.verdict["jobs"]
+    assert result.code == 4, result.stdout + result.stderr
+    assert result.verdict["jobs"] == {"job-0001": "unsettled"}, result.verdict["jobs"]
+    assert "no worker was free to take it" in result.stdout

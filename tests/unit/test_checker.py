@@ -123,7 +123,7 @@ def test_checker_crash_is_an_error_verdict_with_traceback() -> None:
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.sampled_from(["once", "twice", "lost", "stuck"]), min_size=1, max_size=20))
 def test_counts_partition_the_jobs_and_only_clean_histories_pass(plan: list[str]) -> None:
-    h = History()
+    h = History().start("idle", 4343)  # a worker free to take any job the others leave unfinished
     jobs = [f"j{i}" for i in range(len(plan))]
     h.enqueue(*jobs)
     states = {}

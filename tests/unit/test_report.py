@@ -74,7 +74,7 @@ def section(page: str, ident: str) -> str:
 
 
 def test_html_report_draws_violating_jobs_first_with_the_faults(tmp_path: Path) -> None:
-    history = History().enqueue("a", "b").start("w1").execute("a", "w1").claim("b", "w1").kill("w1")
+    history = History().enqueue("a", "b").start("w1").start("w2", 4343).execute("a", "w1").claim("b", "w1").kill("w1")
     write_reports(tmp_path, judge(history.snapshot(a="done", b="claimed").events), history.events)
     page = (tmp_path / "report.html").read_text()
     assert page.index("<section class='violation' id='v1' data-job='b'") < page.index("<section id='run'")
@@ -113,7 +113,7 @@ def test_tables_have_header_rows() -> None:
 
 
 def test_a_span_open_at_the_end_reaches_the_end_of_the_run() -> None:
-    page = page_of(History().enqueue("a").start("w1").claim("a", "w1").snapshot(a="claimed"))
+    page = page_of(History().enqueue("a").start("w1").start("w2", 4343).claim("a", "w1").snapshot(a="claimed"))
     run_view = svgs(page)[1]
     (span,) = [e for e in lanes(run_view)["w1"] if "span" in (e.get("class") or "").split()]
     assert "e-open" in (span.get("class") or "") and "still open" in (span.findtext(f"{SVG}title") or "")
