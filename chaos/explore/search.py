@@ -109,17 +109,20 @@ class Search:
         self._done: set[str] = set()  # the kinds shrunk already (by a round, or greedily)
 
     def run(self) -> SearchLog:
-        """Rounds of search until the budget is spent or a round finds no new violation: each round's first
-        new violation ends it and is shrunk by Hypothesis; any other kind its runs showed is then shrunk
-        greedily; the next round looks for kinds not seen yet."""
+        """Rounds of search until the budget is spent (or a round draws no schedule not run already): each
+        round's first new violation ends it and is shrunk by Hypothesis; any other kind its runs showed is
+        then shrunk greedily; the next round, from another seed, looks for kinds not seen yet."""
         self._began = time.monotonic()
         try:
             round_ = 0
-            while self._round(round_):
+            while True:
+                before = len(self.log.attempts)
+                self._round(round_)
                 self._shrink_the_rest()
+                if len(self.log.attempts) == before:
+                    break
                 round_ += 1
-            self._shrink_the_rest()
-            self.log.stopped_by = "the end of its search" + (", no new violation in its last round" if round_ else "")
+            self.log.stopped_by = "the end of its search (its last round drew no schedule not run already)"
         except _OutOfBudget as out:
             self.log.stopped_by = str(out)
         except _Crashed as crashed:
@@ -128,11 +131,11 @@ class Search:
             self.log.stopped_by = INTERRUPTED
         return self.log
 
-    def _round(self, round_: int) -> bool:
-        """One Hypothesis search; whether it found (and shrank) a new violation. Guided search leaves half
-        its runs to Hypothesis's target phase, which climbs the measures `_example` reports; random search
-        spends them all on fresh draws. Only the first round keeps its failure in the example database (a
-        later round's would see the earlier kinds as passing and drop them from it)."""
+    def _round(self, round_: int) -> None:
+        """One Hypothesis search, ended by its examples or by a new violation, which it shrinks. Guided
+        search leaves half its runs to Hypothesis's target phase, which climbs the measures `_example`
+        reports; random search spends them all on fresh draws. Only the first round keeps its failure in
+        the example database (a later round's would see the earlier kinds as passing and drop them)."""
         phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]
         if self.mode == "guided":
             phases.insert(3, Phase.target)
@@ -154,10 +157,8 @@ class Search:
             explore()
         except (Violated, ExceptionGroup, Flaky):  # the violations Hypothesis re-raises are in the log already
             pass
-        if self._current is None:
-            return False
-        self._done.add(self._current)
-        return True
+        if self._current is not None:
+            self._done.add(self._current)
 
     def _shrink_the_rest(self) -> None:
         """Each violation seen that no round shrank (a run showed it beside the one Hypothesis shrank),

@@ -61,12 +61,12 @@ def test_a_broken_variant_is_found_shrunk_written_and_replayed(tmp_path: Path) -
 
 
 def test_shards_search_at_once_and_merge(tmp_path: Path) -> None:
-    code, report, stdout = explore(tmp_path, "--target", "redis_basic", "--budget", "24", "-j", "2",
+    code, report, stdout = explore(tmp_path, "--target", "redis_basic", "--budget", "40", "-j", "2",
                                    "--replays", "2")
     assert code == 1, stdout
     shards = sorted(p.name for p in (tmp_path / "runs" / "explore" / "redis_basic").glob("shard-*"))
     assert shards == ["shard-1-of-2", "shard-2-of-2"]
-    assert report["used"]["runs"] <= 24
+    assert report["used"]["runs"] <= 40
     assert "lost" in {f["violation"] for f in report["findings"]}, stdout
 
 
