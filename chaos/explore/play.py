@@ -74,8 +74,7 @@ def _apply(ctx: Context, step: Step, gate: Gate, held: HeldProbe, alive: list[in
     """Apply the step's fault to what its gate holds; whether its victim lives on holding a stale claim.
     `alive` counts the workers alive (a kill that leaves none starts a fresh one)."""
     if step.fault in HOLDING:
-        until = (ctx.probe_of("claim", held.job, not_worker=held.worker) if step.release == "reclaimed"
-                 else _never)
+        until = ctx.probe_of("claim", held.job, not_worker=held.worker)
         if step.fault == "stop":
             ctx.stop_until(held.worker, until, ctx.recovery_deadline(), gate=gate)
         elif step.fault == "pause":
@@ -107,10 +106,6 @@ def _drained(ctx: Context) -> bool:
     except Exception:  # noqa: BLE001 - a backend restarting: ask again later
         return False
     return len(states) >= len(ctx.jobs) and all(s.state in ("done", "dead") for s in states)
-
-
-def _never(event: Event) -> bool:
-    return False
 
 
 def _ended(held: HeldProbe) -> Callable[[Event], bool]:

@@ -17,15 +17,14 @@ from chaos.errors import ConfigError
 
 # Gate points, the earliest of a job's life first (so shrinking moves a step earlier).
 TRIGGERS = ("after:claim", "after:effect", "before:ack")
-# Faults that hold their victim (frozen or cut off) until the step's release, then let it go on.
+# Faults that hold their victim (frozen or cut off) until another worker claims its job (at most the
+# recovery deadline), then let it go on.
 HOLDING = ("stop", "partition", "pause")
 # Faults whose victim dies; the step may start a fresh worker after it.
 KILLING = ("kill", "container_kill")
 # Faults that take the victim down and bring it (or the server) back at once.
 RESTARTING = ("restart", "backend_restart")
 FAULTS = KILLING + HOLDING + RESTARTING
-# How a holding fault ends: when another worker claims the victim's job, or at the recovery deadline.
-RELEASES = ("reclaimed", "deadline")
 MAX_JOBS, MAX_WORKERS, MAX_STEPS, MAX_NTH = 12, 6, 4, 2
 
 
@@ -38,15 +37,12 @@ class Step:
     job: int
     fault: str
     nth: int = 1
-    release: str = "reclaimed"  # holding faults only
     replace: bool = False  # killing faults only: start a fresh worker after it
 
     @classmethod
-    def of(cls, trigger: str, job: int, fault: str, nth: int = 1, release: str = "reclaimed",
-           replace: bool = False) -> Step:
+    def of(cls, trigger: str, job: int, fault: str, nth: int = 1, replace: bool = False) -> Step:
         """One spelling per step: a setting its fault ignores takes its default."""
-        return cls(trigger, job, fault, nth, release if fault in HOLDING else "reclaimed",
-                   replace and fault in KILLING)
+        return cls(trigger, job, fault, nth, replace and fault in KILLING)
 
     def describe(self) -> str:
         ordinal = {1: "1st", 2: "2nd", 3: "3rd"}.get(self.nth, f"{self.nth}th")
@@ -57,8 +53,7 @@ class Step:
                 "restart": "restart its owner", "stop": "SIGSTOP its owner", "pause": "pause its owner's container",
                 "partition": "partition its owner from the backend"}[self.fault]
         if self.fault in HOLDING:
-            what += (" until another worker claims the job" if self.release == "reclaimed"
-                     else " until the recovery deadline")
+            what += " until another worker claims the job"
         if self.fault in KILLING:
             what += ", then start a fresh worker" if self.replace else " (a fresh one starts if none is left)"
         return f"{when}, {what}"
@@ -105,7 +100,6 @@ class Schedule:
     def to_dict(self) -> dict[str, Any]:
         return {"jobs": self.jobs, "long_jobs": self.long_jobs, "workers": self.workers,
                 "steps": [{"trigger": s.trigger, "job": s.job, "nth": s.nth, "fault": s.fault,
-                           **({"release": s.release} if s.fault in HOLDING else {}),
                            **({"replace": s.replace} if s.fault in KILLING else {})} for s in self.steps]}
 
     def digest(self) -> str:
@@ -140,11 +134,8 @@ def _step(raw: Any, jobs: int) -> Step:
         raise ConfigError(f"A schedule step's trigger must be one of {', '.join(TRIGGERS)}; got {trigger!r}.")
     if fault not in FAULTS:
         raise ConfigError(f"A schedule step's fault must be one of {', '.join(FAULTS)}; got {fault!r}.")
-    release = raw.get("release", "reclaimed")
-    if release not in RELEASES:
-        raise ConfigError(f"A schedule step's release must be one of {', '.join(RELEASES)}; got {release!r}.")
     replace = raw.get("replace", False)
     if not isinstance(replace, bool):
         raise ConfigError(f"A schedule step's replace must be true or false; got {replace!r}.")
     return Step.of(str(trigger), _count(raw, "job", 1, jobs), str(fault), _count(raw, "nth", 1, MAX_NTH, default=1),
-                   str(release), replace)
+                   replace)

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from chaos.explore.schedule import MAX_NTH, RELEASES, TRIGGERS, Schedule, Step
+from chaos.explore.schedule import MAX_NTH, TRIGGERS, Schedule, Step
 
-# What the search draws (a written schedule may go further): a long job takes seconds, so at most two.
-MAX_JOBS, MAX_LONG_JOBS, MAX_WORKERS, MAX_STEPS = 6, 2, 3, 3
+# What the search draws (a written schedule may go further): a long job takes seconds, so at most two; a
+# lone worker has nobody to take its job over (a kill of it starts a fresh one anyway), so at least two.
+MAX_JOBS, MAX_LONG_JOBS, MIN_WORKERS, MAX_WORKERS, MAX_STEPS = 6, 2, 2, 3, 3
 
 
 def schedules(faults: Sequence[str]) -> st.SearchStrategy[Schedule]:
@@ -22,7 +23,7 @@ def schedules(faults: Sequence[str]) -> st.SearchStrategy[Schedule]:
 def _schedules(draw: st.DrawFn, faults: tuple[str, ...]) -> Schedule:
     jobs = draw(st.integers(1, MAX_JOBS), label="jobs")
     long_jobs = draw(st.integers(0, min(jobs, MAX_LONG_JOBS)), label="long_jobs")
-    workers = draw(st.integers(1, MAX_WORKERS), label="workers")
+    workers = draw(st.integers(MIN_WORKERS, MAX_WORKERS), label="workers")
     steps = draw(st.lists(_steps(jobs, faults), max_size=MAX_STEPS if faults else 0), label="steps")
     return Schedule(jobs, workers, tuple(steps), long_jobs)
 
@@ -30,4 +31,4 @@ def _schedules(draw: st.DrawFn, faults: tuple[str, ...]) -> Schedule:
 def _steps(jobs: int, faults: tuple[str, ...]) -> st.SearchStrategy[Step]:
     return st.builds(Step.of, trigger=st.sampled_from(TRIGGERS), job=st.integers(1, jobs),
                      fault=st.sampled_from(faults), nth=st.integers(1, MAX_NTH),
-                     release=st.sampled_from(RELEASES), replace=st.booleans())
+                     replace=st.booleans())

@@ -53,7 +53,6 @@ def test_size_counts_the_fresh_worker_a_kill_of_the_last_one_starts() -> None:
 
 def test_a_setting_its_fault_ignores_takes_its_default() -> None:
     assert Step.of("after:claim", 1, "stop", replace=True).replace is False
-    assert Step.of("after:claim", 1, "kill", release="deadline").release == "reclaimed"
 
 
 @pytest.mark.parametrize(("raw", "says"), [
@@ -65,8 +64,6 @@ def test_a_setting_its_fault_ignores_takes_its_default() -> None:
     ({"jobs": 1, "workers": 1, "steps": [{"trigger": "during:claim", "job": 1, "fault": "kill"}]}, "trigger must be"),
     ({"jobs": 1, "workers": 1, "steps": [{"trigger": "after:claim", "job": 2, "fault": "kill"}]}, "job must be"),
     ({"jobs": 1, "workers": 1, "steps": [{"trigger": "after:claim", "job": 1, "fault": "nuke"}]}, "fault must be"),
-    ({"jobs": 1, "workers": 1, "steps": [{"trigger": "after:claim", "job": 1, "fault": "stop",
-                                          "release": "never"}]}, "release must be"),
     ({"jobs": 1, "workers": 1, "steps": [{"trigger": "after:claim", "job": 1, "fault": "kill",
                                           "replace": "yes"}]}, "replace must be true or false"),
 ])
@@ -95,7 +92,7 @@ def test_the_greedy_shrinker_keeps_only_what_the_violation_needs() -> None:
             s.fault == "stop" and s.job <= schedule.long_jobs for s in schedule.steps)
 
     start = Schedule(5, 3, (Step.of("before:ack", 4, "kill", nth=2, replace=True),
-                            Step.of("before:ack", 1, "stop", nth=2, release="deadline"),
+                            Step.of("before:ack", 1, "stop", nth=2),
                             Step.of("after:effect", 2, "backend_restart")), long_jobs=2)
     assert shows(start)
-    assert shrink(start, shows) == Schedule(1, 2, (Step.of("after:claim", 1, "stop", release="deadline"),), 1)
+    assert shrink(start, shows) == Schedule(1, 2, (Step.of("after:claim", 1, "stop"),), 1)
