@@ -27,7 +27,6 @@ from chaos.check.checker import judge
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.discovery import available_scenarios, available_targets, find_scenario, find_target
 from chaos.errors import ChaosError, ConfigError
-from chaos.explore.command import ExploreOptions, explore
 from chaos.ledger import LedgerUnwritable, read_events
 from chaos.reports import summary, write_reports
 from chaos.reports.schemas import NAMES, schema_text
@@ -248,6 +247,8 @@ def _suite(args: argparse.Namespace) -> int:
 
 
 def _explore(args: argparse.Namespace) -> int:
+    from chaos.explore.command import ExploreOptions, explore  # Hypothesis is loaded by this command alone
+
     _overrides(args.param)  # each KEY=VALUE, or a usage error saying so
     _overrides(args.contract, "-c", "watchdog=true")
     faults = tuple(k.strip() for k in args.faults.split(",") if k.strip()) if args.faults is not None else None
