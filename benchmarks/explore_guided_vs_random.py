@@ -17,8 +17,9 @@ REPO = Path(__file__).resolve().parent.parent
 # variant -> (its -p settings, the violation the bundled catcher shows, that scenario, its size as
 # (fault steps, jobs, workers started in all), counted from its code)
 VARIANTS: dict[str, tuple[list[str], str, str, tuple[int, int, int]]] = {
-    "pg_lease ack=unconditional watchdog=off": (["--target", "pg_lease", "-p", "ack=unconditional", "-p", "watchdog=off"],
-                                                "stale_ack_accepted", "stop_past_deadline", (1, 6, 2)),
+    "pg_lease ack=unconditional watchdog=off": (
+        ["--target", "pg_lease", "-p", "ack=unconditional", "-p", "watchdog=off"], "stale_ack_accepted",
+        "stop_past_deadline", (1, 6, 2)),
     "pg_lease extend=any": (["--target", "pg_lease", "-p", "extend=any"], "stale_extension_accepted",
                             "stop_owner_then_kill_next_owner", (2, 1, 3)),
     "pg_lease reclaim=early": (["--target", "pg_lease", "-p", "reclaim=early"], "early_reclaim",
@@ -29,7 +30,7 @@ VARIANTS: dict[str, tuple[list[str], str, str, tuple[int, int, int]]] = {
 
 
 def explore(args: list[str], mode: str, seed: int, budget: int, home: Path) -> dict:  # type: ignore[type-arg]
-    runs = home / f"{mode}-{seed}"
+    runs = home / "-".join([*(a.replace("=", "_") for a in args if not a.startswith("-")), mode, str(seed)])
     subprocess.run([sys.executable, "-m", "chaos", "explore", *args, "--mode", mode, "--seed", str(seed),
                     "--budget", str(budget), "--replays", "1", "--fresh", "--runs-dir", str(runs),
                     "--out", str(runs / "found")], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
