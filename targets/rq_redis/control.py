@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Callback, Queue, Retry
+from rq.exceptions import NoSuchJobError
 from rq.job import Job as RQJob
 from rq.job import JobStatus
 
@@ -68,7 +69,7 @@ class Control:
     def snapshot(self) -> list[JobState]:
         ids = list(self.jobs)
         found: list[JobState] = []
-        for rq_id, rq_job in zip(ids, RQJob.fetch_many(ids, connection=self.redis), strict=True):
+        for rq_id, rq_job in zip(ids, self._fetch(ids), strict=True):
             if rq_job is None:
                 continue  # its hash is gone: absent
             job = self.jobs[rq_id]
@@ -93,10 +94,26 @@ class Control:
         rq_id = token.rpartition(":")[0]
         if self.jobs.get(rq_id) != job:
             return "unknown"
-        (rq_job,) = RQJob.fetch_many([rq_id], connection=self.redis)
+        (rq_job,) = self._fetch([rq_id])
         if rq_job is not None and rq_job.get_status(refresh=False) == JobStatus.FINISHED:
             return "accepted"
         return "unknown"
+
+    def _fetch(self, ids: list[str]) -> list[RQJob | None]:
+        """RQ's record of each job: None where it has none, or only a fragment (after a crash of a Redis
+        without persistence, a worker's heartbeat can write `last_heartbeat` back into a forgotten job's
+        hash, and RQ refuses to load it)."""
+        try:
+            return RQJob.fetch_many(ids, connection=self.redis)
+        except NoSuchJobError:  # one of them is a fragment: each on its own
+            return [self._fetch_one(rq_id) for rq_id in ids]
+
+    def _fetch_one(self, rq_id: str) -> RQJob | None:
+        try:
+            (rq_job,) = RQJob.fetch_many([rq_id], connection=self.redis)
+        except NoSuchJobError:
+            return None
+        return rq_job
 
     def close(self) -> None:
         """Delete the run's RQ keys, which do not start with the run's prefix (RQ names them `rq:queue:<name>`,
