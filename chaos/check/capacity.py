@@ -1,7 +1,7 @@
 """Whether a worker was free to recover a job: a recovery bound promises how soon a job whose owner was
 lost is *available* again, and a queue cannot be blamed for a job nobody was free to take (every worker
-alive was busy with a job of its own, or none was alive). The recovery rule counts only the time some
-worker was free.
+alive was busy with a job of its own, or the suite had killed them all). The recovery rule counts only the
+time some worker was free; a worker that crashed on its own is the queue's failure, and counts as free.
 
 A worker is busy from a claim until that execution ends (an ack, an abandon, its process's end, a kill),
 whether or not another worker has taken the job meanwhile: it is still working on it. It can take
@@ -44,11 +44,13 @@ def free_seconds(run: RunHistory, start: float, end: float) -> float:
 
 
 def _intervals(run: RunHistory, worker: str) -> list[tuple[float, float]]:
-    """The spans a worker's processes (role worker) were alive: each start until the next exit (always,
-    for a worker whose start the ledger does not show)."""
+    """The spans a worker's processes (role worker) were there to take work: each start until the next exit
+    the suite caused (always, for a worker whose start the ledger does not show). A worker that exited on
+    its own (a crash when its connection broke) is the queue's own failure to keep working, so it still
+    counts as there."""
     if worker not in run.starts:
         return [(-math.inf, math.inf)]
-    exits = sorted(e.mono for e in run.exits.get(worker, []))
+    exits = sorted(e.mono for e in run.exits.get(worker, []) if e.data.get("expected", True))
     spans = []
     for started in sorted(e.mono for e in run.starts[worker] if e.data.get("role", "worker") == "worker"):
         ended = next((t for t in exits if t >= started), math.inf)

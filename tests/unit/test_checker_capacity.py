@@ -4,6 +4,7 @@ failing recovery_bound_exceeded when four long jobs kept three workers busy)."""
 
 from __future__ import annotations
 
+from chaos import events
 from chaos.check.checker import judge
 from chaos.check.verdict import Verdict
 from tests.history import History
@@ -56,3 +57,23 @@ def test_a_partitioned_worker_is_no_worker_free_to_recover_a_job() -> None:
 def test_once_its_partition_heals_the_worker_is_free_again() -> None:
     verdict = judge(partitioned_survivor(0.3).snapshot(a="done", b="done").events)
     assert "recovery_bound_exceeded" in kinds(verdict)
+
+
+def only_worker_gone(expected: bool) -> History:
+    """The only worker dies holding `a`: killed by the suite (`expected`), or crashed on its own."""
+    h = History(LEASE).start("w1", 11).enqueue("a").claim("a", "w1", "ta", pid=11)
+    if expected:
+        return h.kill("w1")
+    return h.record(events.process_exit("w1", 11, "worker", 1, expected=False))
+
+
+def test_a_worker_that_crashed_on_its_own_still_counts_as_free() -> None:
+    """pgqueuer's workers exit when a backend restart breaks their connection: the queue's own failure
+    to keep working, so its job is stuck (the known answer), not excused for want of a worker."""
+    verdict = judge(only_worker_gone(expected=False).snapshot(a="claimed").events)
+    assert kinds(verdict) == {"stuck"}
+
+
+def test_a_job_whose_only_worker_the_suite_killed_is_unsettled() -> None:
+    verdict = judge(only_worker_gone(expected=True).snapshot(a="claimed").events)
+    assert verdict.verdict == "inconclusive" and not verdict.violations
