@@ -3,10 +3,11 @@ lost is *available* again, and a queue cannot be blamed for a job nobody was fre
 alive was busy with a job of its own, or the suite had killed them all). The recovery rule counts only the
 time some worker was free; a worker that crashed on its own is the queue's failure, and counts as free.
 
-A worker is busy from a claim until that execution ends (an ack, an abandon, its process's end, a kill),
-whether or not another worker has taken the job meanwhile: it is still working on it. It can take
-nothing either while a fault that takes its jobs holds it (a stop, a pause, a partition: applied until
-healed). A worker that may
+A worker can take nothing while a gate holds it, or a fault that takes its jobs does (a stop, a pause, a
+partition: applied until healed). For a recovery it is also busy from a claim until that execution ends
+(an ack, an abandon, its process's end, a kill), whether or not another worker has taken the job
+meanwhile. A job still waiting at the end does not count that: a worker whose execution the ledger never
+saw end (a library's pool child that went quiet) is not proven busy, and the job is judged stuck. A worker that may
 run several jobs at once looks busy while it holds one, which can excuse a wait it could have cut short;
 so a target with concurrent workers gets the benefit of that doubt only while every worker holds a job.
 """
@@ -19,26 +20,34 @@ import math
 from chaos.check.history import RunHistory
 
 
-def free_seconds(run: RunHistory, start: float, end: float) -> float:
-    """How much of [start, end] some worker process was alive and held no execution."""
-    busy: dict[str, list[tuple[float, float]]] = {}
+def free_seconds(run: RunHistory, start: float, end: float, *, busy_with_jobs: bool = True) -> float:
+    """How much of [start, end] some worker process was there and free to take a job. A worker is never
+    free while a gate holds it or a fault that takes its jobs (a stop, a pause, a partition) does; with
+    `busy_with_jobs`, nor while it holds an execution of its own."""
+    unavailable: dict[str, list[tuple[float, float]]] = {}
+    workers: set[str] = set()
     for history in run.jobs.values():
         for execution in history.executions:
-            finish = execution.end.mono if execution.end is not None else math.inf
-            busy.setdefault(execution.worker, []).append((execution.at, finish))
-    workers = set(busy)
+            workers.add(execution.worker)
+            if busy_with_jobs:
+                finish = execution.end.mono if execution.end is not None else math.inf
+                unavailable.setdefault(execution.worker, []).append((execution.at, finish))
     for fault in run.faults.values():  # frozen or cut off: it can take nothing while the fault lasts
         rule = fault.rule
         if rule.takes_owner and rule.heal is not None and fault.target and fault.applied is not None:
             healed = fault.healed.mono if fault.healed is not None else math.inf
-            busy.setdefault(fault.target, []).append((fault.applied.mono, healed))
+            unavailable.setdefault(fault.target, []).append((fault.applied.mono, healed))
+    holds = [*run.gate_holds, *((worker, since, math.inf) for worker, since in run.gate_holders.values())]
+    for worker, held_from, held_until in holds:
+        unavailable.setdefault(worker, []).append((held_from, held_until))
     alive = {worker: _intervals(run, worker) for worker in {*run.starts, *workers}}
-    cuts = sorted({start, end, *(t for spans in (*alive.values(), *busy.values()) for span in spans for t in span
-                                 if start < t < end)})
+    cuts = sorted({start, end, *(t for spans in (*alive.values(), *unavailable.values()) for span in spans
+                                 for t in span if start < t < end)})
     free = 0.0
     for left, right in itertools.pairwise(cuts):
         middle = (left + right) / 2
-        if any(_within(spans, middle) and not _within(busy.get(worker, []), middle) for worker, spans in alive.items()):
+        if any(_within(spans, middle) and not _within(unavailable.get(worker, []), middle)
+               for worker, spans in alive.items()):
             free += right - left
     return free
 

@@ -161,7 +161,8 @@ class RunHistory:
     faults: dict[str, FaultHistory] = field(default_factory=dict)
     gate_matched: dict[str, int] = field(default_factory=dict)
     gates_armed: dict[str, str] = field(default_factory=dict)
-    gate_holders: dict[str, str] = field(default_factory=dict)  # gate -> the worker whose probe it holds now
+    gate_holders: dict[str, tuple[str, float]] = field(default_factory=dict)  # gate -> (the worker it holds, since)
+    gate_holds: list[tuple[str, float, float]] = field(default_factory=list)  # (worker, from, until) of each hold
     exits: dict[str, list[Event]] = field(default_factory=dict)
     starts: dict[str, list[Event]] = field(default_factory=dict)
     backend_restarts: list[Event] = field(default_factory=list)

@@ -197,17 +197,15 @@ def _forbidden_by(kind: str, contract: Contract) -> str:
 
 
 def nobody_free_for(history: JobHistory, run: RunHistory) -> float:
-    """How long, of the job's wait until the final snapshot (since its owner was lost, its last execution
-    ended, or it was enqueued), some worker was free to take it (`chaos.check.capacity`): a job nobody
-    could take for as long as the recovery bound proves nothing about the queue."""
+    """How long, of the job's wait until the final snapshot (since its owner was lost, else since it was
+    enqueued), some worker was free to take it (`chaos.check.capacity`): a job nobody could take for as
+    long as the recovery bound proves nothing about the queue."""
     if history.snapshot_at is None:
         return math.inf
     since = history.lost_owner_at
     if since is None:
-        ends = [e.end.mono for e in history.executions if e.end is not None]
-        enqueued = [e.mono for e in history.events if e.kind == events.ENQUEUE]
-        since = max([*ends, *enqueued], default=history.snapshot_at)
-    return free_seconds(run, since, history.snapshot_at)
+        since = min((e.mono for e in history.events if e.kind == events.ENQUEUE), default=history.snapshot_at)
+    return free_seconds(run, since, history.snapshot_at, busy_with_jobs=False)
 
 
 def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[str, str]:

@@ -107,10 +107,13 @@ def scan(ledger: Iterable[Event], gap_floor: float = 0.0, worker_leases: bool = 
             if job is not None:
                 run.job(job).events.append(event)
             if event.worker is not None:
-                run.gate_holders[event.data["gate"]] = event.worker
+                run.gate_holders[event.data["gate"]] = (event.worker, event.mono)
             _hold(run, event.worker, event.seq)
         elif kind == events.GATE_RELEASED:
-            _hold(run, run.gate_holders.pop(event.data["gate"], None), event.seq)
+            holder = run.gate_holders.pop(event.data["gate"], None)
+            if holder is not None:
+                run.gate_holds.append((holder[0], holder[1], event.mono))
+                _hold(run, holder[0], event.seq)
         elif kind == events.PROBE_REFUSED:
             run.refusals.append(event)
         elif kind == events.RUN_START:

@@ -59,7 +59,8 @@ def test_absent_job_with_no_effect_is_lost() -> None:
 def test_stuck_job_witness_shows_the_fault_between_effect_and_snapshot() -> None:
     h = History().enqueue("a").add("gate.armed", "a", gate="g1", spec="after:effect")
     h.add("probe.claim", "a", "w1", token="t1").add("probe.effect", "a", "w1", accepted=True)
-    h.add("gate.matched", "a", "w1", gate="g1").kill("w1", gate="g1").snapshot(a="claimed")
+    h.add("gate.matched", "a", "w1", gate="g1").kill("w1", gate="g1").add("gate.released", "a", gate="g1")
+    h.snapshot(a="claimed")
     verdict = judge(h.events)
     assert verdict.verdict == "fail"
     (violation,) = verdict.violations
