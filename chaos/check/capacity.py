@@ -6,10 +6,9 @@ time some worker was free; a worker that crashed on its own is the queue's failu
 A worker can take nothing while a gate holds it, or a fault that takes its jobs does (a stop, a pause, a
 partition: applied until healed). For a recovery it is also busy from a claim until that execution ends
 (an ack, an abandon, its process's end, a kill), whether or not another worker has taken the job
-meanwhile. A job still waiting at the end does not count that: a worker whose execution the ledger never
-saw end (a library's pool child that went quiet) is not proven busy, and the job is judged stuck. A worker that may
-run several jobs at once looks busy while it holds one, which can excuse a wait it could have cut short;
-so a target with concurrent workers gets the benefit of that doubt only while every worker holds a job.
+meanwhile; a worker that may run several jobs at once gets the benefit of that doubt only while every
+worker holds one. A job still waiting at the end does not count busyness: a worker whose execution the
+ledger never saw end (a library's pool child that went quiet) is not proven busy.
 """
 
 from __future__ import annotations

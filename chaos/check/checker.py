@@ -126,8 +126,8 @@ def _unsettled(history: JobHistory, contract: Contract) -> str:
     elapsed = unsettled_for(history, bound)
     if history.lost is None or elapsed is None:
         return (f"{history.job} was still {state} at the end, but no worker was free to take it for as long as "
-                f"the recovery bound of {bound}s (every one alive was busy with a job, held, or cut off): that "
-                "proves nothing about the queue")
+                f"the recovery bound of {bound}s (each was held at a gate, stopped or cut off, or killed by the "
+                "suite): that proves nothing about the queue")
     fault, owner = history.lost
     return (f"{history.job} was still {state} {elapsed:.3f}s after fault {fault} took its owner {owner}, "
             f"{bound - elapsed:.3f}s before its recovery bound of {bound}s: the scenario ended too soon to "

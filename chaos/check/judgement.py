@@ -196,7 +196,7 @@ def _forbidden_by(kind: str, contract: Contract) -> str:
     return ""
 
 
-def nobody_free_for(history: JobHistory, run: RunHistory) -> float:
+def free_while_waiting(history: JobHistory, run: RunHistory) -> float:
     """How long, of the job's wait until the final snapshot (since its owner was lost, else since it was
     enqueued), some worker was free to take it (`chaos.check.capacity`): a job nobody could take for as
     long as the recovery bound proves nothing about the queue."""
@@ -223,8 +223,8 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
         return "dead_lettered", _dead_letter_reason(history, contract, snap)
     if where in ("pending", "claimed"):
         if (unsettled_for(history, contract.recovery_bound_s) is not None
-                or nobody_free_for(history, run) <= contract.recovery_bound_s):
-            return "unsettled", ""  # its owner was lost too recently to call it stuck: not judged
+                or free_while_waiting(history, run) <= contract.recovery_bound_s):
+            return "unsettled", ""  # its owner was lost too recently, or nobody was free to take it: not judged
         owner = f", claimed by {snap['owner']}" if snap.get("owner") else ""
         claims = len(history.executions)
         return "stuck", (f"still {where}{owner} at the end of the run, past the recovery bound of "
