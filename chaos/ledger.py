@@ -16,7 +16,7 @@ from contextlib import closing
 from pathlib import Path
 
 from chaos import events
-from chaos.errors import ConfigError
+from chaos.errors import ConfigError, HarnessError
 from chaos.events import Event, Record
 
 SCHEMA = """
@@ -42,6 +42,7 @@ class Ledger:
         self.path = path
         self._lock = threading.Condition()
         self._events: list[Event] = []
+        self._closed = False
         try:
             self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -56,6 +57,8 @@ class Ledger:
         kind, source, job, worker, payload = record
         encoded = json.dumps(payload, sort_keys=True, default=str)
         with self._lock:
+            if self._closed:
+                raise LedgerClosed(f"the run's ledger {self.path} was closed: the run has ended")
             mono, wall = time.monotonic(), time.time()
             try:
                 cursor = self._db.execute(
@@ -95,12 +98,18 @@ class Ledger:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._db.close()
 
 
 class LedgerUnwritable(ConfigError):
     """The machine's problem, not the queue's: the run cannot be recorded, so it cannot be judged. Every
     part that appends meets it; the controller's own append at the run's end reports it."""
+
+
+class LedgerClosed(HarnessError):
+    """An append after the run closed its ledger: a thread the run's end did not wait for (a scenario
+    interrupted inside a fault) reaching its own end late."""
 
 
 def unwritable(path: Path, exc: Exception) -> LedgerUnwritable:

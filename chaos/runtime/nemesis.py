@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from chaos import events
 from chaos.errors import ConfigError, HarnessError
 from chaos.faults import KINDS
 from chaos.faults.base import FaultWorld, Params
-from chaos.ledger import Ledger
+from chaos.ledger import Ledger, LedgerClosed
 from chaos.runtime.gates import Gate
 from chaos.scenario import Scenario
 
@@ -87,5 +87,8 @@ class Nemesis:
         finally:
             if fault_kind.heal is not None:
                 healed = fault_kind.heal(self.world, target, active.applied)
-                self.ledger.append(events.fault_healed(fault_id, target, {**healed, **active.healed}))
+                # An interrupted run closes its ledger while the scenario's thread may still be here: the
+                # heal is done, and the run's end has stopped every process, so there is nothing to record.
+                with suppress(LedgerClosed):
+                    self.ledger.append(events.fault_healed(fault_id, target, {**healed, **active.healed}))
 
