@@ -13,7 +13,7 @@ ledger never saw end (a library's pool child that went quiet) is not proven busy
 
 from __future__ import annotations
 
-import itertools
+import bisect
 import math
 
 from chaos.check.history import RunHistory
@@ -22,7 +22,27 @@ from chaos.check.history import RunHistory
 def free_seconds(run: RunHistory, start: float, end: float, *, busy_with_jobs: bool = True) -> float:
     """How much of [start, end] some worker process was there and free to take a job. A worker is never
     free while a gate holds it or a fault that takes its jobs (a stop, a pause, a partition) does; with
-    `busy_with_jobs`, nor while it holds an execution of its own."""
+    `busy_with_jobs`, nor while it holds an execution of its own. The run's free intervals are swept once
+    per run (the checker asks this of every waiting job), then each question is two bisections."""
+    key = "busy" if busy_with_jobs else "held"
+    if key not in run.free_time:
+        run.free_time[key] = _free_timeline(run, busy_with_jobs)
+    starts, ends, before = run.free_time[key]
+    first = bisect.bisect_right(ends, start)  # the first interval ending after `start`
+    last = bisect.bisect_left(starts, end) - 1  # the last one beginning before `end`
+    if last < first:
+        return 0.0
+
+    def overlap(k: int) -> float:
+        return max(0.0, min(ends[k], end) - max(starts[k], start))
+
+    inside = before[last] - before[first + 1] if last > first + 1 else 0.0  # whole, finite intervals between
+    return overlap(first) + (overlap(last) if last > first else 0.0) + inside
+
+
+def _free_timeline(run: RunHistory, busy_with_jobs: bool) -> tuple[list[float], list[float], list[float]]:
+    """The disjoint intervals in which some worker was there and free, with running totals: one sweep over
+    every worker's spans (there, and unavailable), in time order."""
     unavailable: dict[str, list[tuple[float, float]]] = {}
     workers: set[str] = set()
     for history in run.jobs.values():
@@ -39,16 +59,40 @@ def free_seconds(run: RunHistory, start: float, end: float, *, busy_with_jobs: b
     holds = [*run.gate_holds, *((worker, since, math.inf) for worker, since in run.gate_holders.values())]
     for worker, held_from, held_until in holds:
         unavailable.setdefault(worker, []).append((held_from, held_until))
-    alive = {worker: _intervals(run, worker) for worker in {*run.starts, *workers}}
-    cuts = sorted({start, end, *(t for spans in (*alive.values(), *unavailable.values()) for span in spans
-                                 for t in span if start < t < end)})
-    free = 0.0
-    for left, right in itertools.pairwise(cuts):
-        middle = (left + right) / 2
-        if any(_within(spans, middle) and not _within(unavailable.get(worker, []), middle)
-               for worker, spans in alive.items()):
-            free += right - left
-    return free
+    changes: list[tuple[float, str, int, int]] = []  # (when, worker, change in there, change in unavailable)
+    for worker in {*run.starts, *workers}:
+        for left, right in _intervals(run, worker):
+            changes += [(left, worker, 1, 0), (right, worker, -1, 0)]
+    for worker, spans in unavailable.items():
+        for left, right in spans:
+            changes += [(left, worker, 0, 1), (right, worker, 0, -1)]
+    changes.sort(key=lambda change: change[0])
+    there: dict[str, int] = {}
+    away: dict[str, int] = {}
+    free_workers = 0
+    starts: list[float] = []
+    ends: list[float] = []
+    index = 0
+    while index < len(changes):
+        when = changes[index][0]
+        while index < len(changes) and changes[index][0] == when:  # every change at one instant, then the state
+            _, worker, d_there, d_away = changes[index]
+            was = there.get(worker, 0) > 0 and away.get(worker, 0) == 0
+            there[worker] = there.get(worker, 0) + d_there
+            away[worker] = away.get(worker, 0) + d_away
+            free_workers += (there[worker] > 0 and away[worker] == 0) - was
+            index += 1
+        if free_workers and len(starts) == len(ends):
+            starts.append(when)
+        elif not free_workers and len(starts) > len(ends):
+            ends.append(when)
+    if len(starts) > len(ends):
+        ends.append(math.inf)
+    before, total = [], 0.0  # before[k]: the length of the intervals before k (the first and last may be endless)
+    for left, right in zip(starts, ends, strict=True):
+        before.append(total)
+        total += right - left if math.isfinite(right - left) else 0.0
+    return starts, ends, before
 
 
 def _intervals(run: RunHistory, worker: str) -> list[tuple[float, float]]:
@@ -65,6 +109,3 @@ def _intervals(run: RunHistory, worker: str) -> list[tuple[float, float]]:
         spans.append((started, ended))
     return spans
 
-
-def _within(spans: list[tuple[float, float]], t: float) -> bool:
-    return any(left <= t < right for left, right in spans)

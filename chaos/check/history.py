@@ -163,6 +163,8 @@ class RunHistory:
     gates_armed: dict[str, str] = field(default_factory=dict)
     gate_holders: dict[str, tuple[str, float]] = field(default_factory=dict)  # gate -> (the worker it holds, since)
     gate_holds: list[tuple[str, float, float]] = field(default_factory=list)  # (worker, from, until) of each hold
+    # "busy" / "held" -> the intervals some worker was free in (`chaos.check.capacity`), swept once on demand
+    free_time: dict[str, tuple[list[float], list[float], list[float]]] = field(default_factory=dict)
     exits: dict[str, list[Event]] = field(default_factory=dict)
     starts: dict[str, list[Event]] = field(default_factory=dict)
     backend_restarts: list[Event] = field(default_factory=list)
