@@ -248,12 +248,13 @@ def _suite(args: argparse.Namespace) -> int:
 
 def _explore(args: argparse.Namespace) -> int:
     from chaos.explore.command import ExploreOptions, explore  # Hypothesis is loaded by this command alone
+    from chaos.explore.runs import Variant
 
     _overrides(args.param)  # each KEY=VALUE, or a usage error saying so
     _overrides(args.contract, "-c", "watchdog=true")
     faults = tuple(k.strip() for k in args.faults.split(",") if k.strip()) if args.faults is not None else None
-    return explore(ExploreOptions(args.target, tuple(args.param), tuple(args.contract), args.backend,
-                                  args.worker_image, args.budget, args.time, args.seed, args.mode, faults, args.jobs,
+    variant = Variant(args.target, tuple(args.param), tuple(args.contract), args.backend, args.worker_image)
+    return explore(ExploreOptions(variant, args.budget, args.time, args.seed, args.mode, faults, args.jobs,
                                   parse_shard(args.shard) if args.shard else (1, 1), args.replays, args.out,
                                   args.runs_dir, args.search_only, args.resume), _say)
 

@@ -32,11 +32,7 @@ from chaos.suite.runner import run_options
 
 @dataclass(frozen=True)
 class ExploreOptions:
-    target: str
-    params: tuple[str, ...] = ()
-    contract: tuple[str, ...] = ()
-    backend: str | None = None
-    worker_image: str | None = None
+    variant: Variant  # the target as explored, with its settings
     budget: int = 60  # runs, shrinking included, over every shard
     time_s: float | None = None
     seed: int = 1
@@ -49,10 +45,6 @@ class ExploreOptions:
     runs_dir: Path = Path("runs")
     search_only: bool = False  # a shard of -j: search, write its log, leave the rest to its parent
     resume: bool = True  # start from the example database (else a fresh one)
-
-    @property
-    def variant(self) -> Variant:
-        return Variant(self.target, self.params, self.contract, self.backend, self.worker_image)
 
     @property
     def home(self) -> Path:
@@ -100,7 +92,7 @@ def explore(options: ExploreOptions, say: Callable[[str], None]) -> int:
 def takeable_faults(options: ExploreOptions) -> tuple[str, ...]:
     """The fault kinds a run of the target can take where it runs, as `chaos run` would judge a scenario
     declaring each: the target's own settings checked first (a mistake there is the user's, exit 2)."""
-    target = find_target(options.target)
+    target = find_target(options.variant.target)
     settings = run_options(options.variant.cell("explore"))
     prepare(target, _declaring(()), settings)
     wanted = options.faults if options.faults is not None else FAULTS
@@ -192,7 +184,7 @@ def _shards(options: ExploreOptions, say: Callable[[str], None]) -> SearchLog:
 
 def command_line(options: ExploreOptions) -> list[str]:
     """The `chaos explore` arguments that repeat `options`."""
-    argv = ["explore", "--target", options.target, "--budget", str(options.budget), "--seed", str(options.seed),
+    argv = ["explore", "--target", options.variant.target, "--budget", str(options.budget), "--seed", str(options.seed),
             "--mode", options.mode, "--replays", str(options.replays), "--out", str(options.out),
             "--runs-dir", str(options.runs_dir), "--shard", f"{options.shard[0]}/{options.shard[1]}",
             *options.variant.cell("explore").settings_argv()]
