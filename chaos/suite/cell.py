@@ -33,6 +33,9 @@ class Cell:
     listed: bool = True  # written in the file (else made for a target that passes every scenario)
     backend: str | None = None  # --backend: the provider of the target's backend kind (None: local)
     worker_image: str | None = None  # --worker-image: the workers run in containers of it
+    # Why this variant's answer stands for the plain target's on the scenario (which then gets no pass cell):
+    # a setting the answer needs to be the same on every machine, such as a longer lease.
+    instead_of_default: str | None = None
 
     @property
     def variant(self) -> str:

@@ -19,7 +19,9 @@ known-answer matrix (targets/known_answers.toml):
 A file (for its cells) or a cell may say where it runs: `backend = "docker"` (the provider, --backend)
 and `worker_image = "queue-chaos/python"` (--worker-image). A cell may also state `counts`,
 `max_recovery_s`, `min_recovery_s`, `witness_order`, `anomalies`,
-`rule` and `server_bug` (chaos.suite.expect says what each checks). Everything is checked when the file
+`rule` and `server_bug` (chaos.suite.expect says what each checks). A cell of a variant may say
+`instead_of_default = "why"`: its answer stands for the plain target's on that scenario (no pass cell is
+made for the pair), for a setting the answer needs on every machine. Everything is checked when the file
 is read: a mistake is one paragraph naming the file and the cell, before anything runs.
 """
 
@@ -42,7 +44,8 @@ SETTINGS = ("backend", "worker_image")  # where a cell runs: in the file, for it
 SUITE_KEYS = {"seeds", "repeat", "correct", "cell", "include", *SETTINGS}
 CELL_KEYS = {*SETTINGS, "target", "scenario", "scenarios", "params", "contract", "scenario_params", "verdict",
              "violation",
-             "counts", "max_recovery_s", "min_recovery_s", "witness_order", "anomalies", "rule", "server_bug"}
+             "counts", "max_recovery_s", "min_recovery_s", "witness_order", "anomalies", "rule", "server_bug",
+             "instead_of_default"}
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 
 
@@ -103,8 +106,9 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
     including = (*_including, path.resolve())
     for part in _includes(raw, path, where, including):
         cells += load_suite(part, _including=including).cells
-    plain = {(c.target, c.scenario) for c in cells if not c.params and not c.contract and not c.scenario_params
-             and c.backend == defaults["backend"] and c.worker_image == defaults["worker_image"]}
+    plain = {(c.target, c.scenario) for c in cells if c.instead_of_default or (
+        not c.params and not c.contract and not c.scenario_params and c.backend == defaults["backend"]
+        and c.worker_image == defaults["worker_image"])}
     correct = raw.get("correct", [])
     if not isinstance(correct, list) or not all(isinstance(name, str) for name in correct):
         raise ConfigError(f"{where}: correct = {correct!r}; expected a list of target names, each of which passes "
@@ -224,7 +228,8 @@ def _cell(entry: dict[str, Any], where: str) -> list[Cell]:
                      _pairs(entry.get("scenario_params", ())),
                      None if entry.get("anomalies") is None else _strings(entry["anomalies"]),
                      _optional_float(entry, "min_recovery_s"), _optional_str(entry, "server_bug"),
-                     backend=_optional_str(entry, "backend"), worker_image=_optional_str(entry, "worker_image"))
+                     backend=_optional_str(entry, "backend"), worker_image=_optional_str(entry, "worker_image"),
+                     instead_of_default=_optional_str(entry, "instead_of_default"))
                 for scenario in _scenarios(entry)
                 if entry.get("scenarios") != "all" or runnable(target, scenario, entry.get("backend"),
                                                                entry.get("worker_image"))]

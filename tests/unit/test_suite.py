@@ -62,6 +62,18 @@ def test_scenarios_all_and_correct_targets_cover_every_scenario_a_run_can_take(t
     assert all(not c.listed for c in suite.cells if c.target == "pg_lease")
 
 
+def test_a_variant_instead_of_the_default_takes_the_plain_targets_pass_cell(tmp_path: Path) -> None:
+    cell = ('[[cell]]\ntarget = "pg_lease"\nscenario = "stop_past_deadline"\ncontract = ["lease_s=3.0"]\n'
+            'verdict = "pass"\n')
+    pairs = {(c.variant, c.listed) for c in load_suite(write(tmp_path, 'correct = ["pg_lease"]\n' + cell)).cells
+             if c.scenario == "stop_past_deadline"}
+    assert pairs == {("pg_lease -c lease_s=3.0", True), ("pg_lease", False)}
+    instead = cell + 'instead_of_default = "a longer lease gives the same answer on every machine"\n'
+    pairs = {(c.variant, c.listed) for c in load_suite(write(tmp_path, 'correct = ["pg_lease"]\n' + instead)).cells
+             if c.scenario == "stop_past_deadline"}
+    assert pairs == {("pg_lease -c lease_s=3.0", True)}
+
+
 def test_where_a_suite_runs_decides_which_scenarios_all_is(tmp_path: Path) -> None:
     """A suite on the docker provider with workers in containers takes the container scenarios too; a cell
     of its own says where it runs, and its id and command line say so."""
