@@ -57,9 +57,7 @@ def _parser() -> argparse.ArgumentParser:
                           "DEADLINE_S, else 60 + 30 x the contract's recovery_bound_s)")
     run.add_argument("--no-observer", dest="observe", action="store_false",
                      help="judge from the workers' probes alone, without the target's observer of the queue's record")
-    run.add_argument("-c", "--contract", action="append", default=[], metavar="KEY=VALUE",
-                     help="judge against a contract key other than target.toml's, e.g. -c watchdog=true "
-                          "(a TOML value; repeatable)")
+    _contract_option(run)
     run.add_argument("-s", "--scenario-param", action="append", default=[], metavar="KEY=VALUE",
                      help="choose one of the scenario's PARAMS, e.g. -s mode=blackhole (repeatable)")
     target = sub.add_parser("target", help="write a new target, or check one before any fault")
@@ -114,7 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument("--fresh", dest="resume", action="store_false",
                          help="start without the example database of earlier explorations of this variant")
     explore.add_argument("--search-only", action="store_true", help=argparse.SUPPRESS)
-    _explore_settings(explore)
+    _run_settings(explore, backend_url=False)
+    _contract_option(explore)
     merge = sub.add_parser("merge", help="join the outputs of a suite's shards into one report")
     merge.add_argument("dirs", nargs="+", type=Path, help="each shard's --out directory")
     merge.add_argument("--out", type=Path, required=True, help="where the merged reports go")
@@ -137,15 +136,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run_settings(parser: argparse.ArgumentParser) -> None:
-    """Where a run writes, which server it uses, and the target's settings: `chaos run`'s and `chaos target check`'s."""
+def _run_settings(parser: argparse.ArgumentParser, backend_url: bool = True) -> None:
+    """Where a run writes, which server it uses, and the target's settings: `chaos run`'s, `chaos target
+    check`'s and `chaos explore`'s (which takes an external server's URL from the kind's variable alone:
+    the URL would be in every report and scenario it writes)."""
     parser.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
+    where = "--backend-url (which selects it)" if backend_url else "the kind's variable (CHAOS_POSTGRES_URL, ...)"
     parser.add_argument("--backend", choices=provider_names(), default=None,
                         help="the backend's provider; local: a private server on a free port (the default); "
-                             "external: your server, at --backend-url (which selects it)")
-    parser.add_argument("--backend-url", default=None,
-                        help="URL for --backend external (else the kind's variable: CHAOS_POSTGRES_URL, "
-                             "CHAOS_REDIS_URL, ...)")
+                             f"external: your server, at {where}")
+    if backend_url:
+        parser.add_argument("--backend-url", default=None,
+                            help="URL for --backend external (else the kind's variable: CHAOS_POSTGRES_URL, "
+                                 "CHAOS_REDIS_URL, ...)")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                         help="set a [params] parameter or a [server] setting of target.toml (repeatable)")
     parser.add_argument("--worker-image", default=None, metavar="IMAGE",
@@ -153,15 +156,10 @@ def _run_settings(parser: argparse.ArgumentParser) -> None:
                              "queue-chaos/python runs them on the host's Python)")
 
 
-def _explore_settings(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
-    parser.add_argument("--backend", choices=provider_names(), default=None, help="the backend's provider")
-    parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
-                        help="set a [params] parameter or a [server] setting of target.toml (repeatable)")
+def _contract_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--contract", action="append", default=[], metavar="KEY=VALUE",
-                        help="judge against a contract key other than target.toml's (repeatable)")
-    parser.add_argument("--worker-image", default=None, metavar="IMAGE",
-                        help="run the workers in containers of this Docker image")
+                        help="judge against a contract key other than target.toml's, e.g. -c watchdog=true "
+                             "(a TOML value; repeatable)")
 
 
 def _overrides(pairs: list[str], flag: str = "-p", example: str = "heartbeat=inline") -> dict[str, str]:
