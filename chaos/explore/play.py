@@ -32,9 +32,9 @@ def play(ctx: Context, raw: dict[str, Any]) -> None:
         ctx.start_worker()
     # Long enough for one worker to run every long job in turn, and then recover one more.
     bound = handler_s * (schedule.long_jobs + 1 if schedule.long_jobs else 0) + ctx.recovery_deadline()
-    alive = [schedule.workers]
+    faults = _Faults(ctx, schedule.workers)
     stale = [held for held, step, gate in _in_match_order(ctx, list(zip(schedule.steps, gates, strict=True)), bound)
-             if _apply(ctx, step, gate, held, alive)]
+             if faults.apply(step, gate, held)]
     # A held owner that went on after its release must finish its stale execution before the end, so
     # that what it then did (an effect, an ack, an extension) is in the ledger to be judged.
     for held in stale:
@@ -70,33 +70,39 @@ def _in_match_order(ctx: Context, pending: list[tuple[Step, Gate]],
                                    + f" never came: {why}")
 
 
-def _apply(ctx: Context, step: Step, gate: Gate, held: HeldProbe, alive: list[int]) -> bool:
-    """Apply the step's fault to what its gate holds; whether its victim lives on holding a stale claim.
-    `alive` counts the workers alive (a kill that leaves none starts a fresh one)."""
-    if step.fault in HOLDING:
-        until = ctx.probe_of("claim", held.job, not_worker=held.worker)
-        if step.fault == "stop":
-            ctx.stop_until(held.worker, until, ctx.recovery_deadline(), gate=gate)
-        elif step.fault == "pause":
-            ctx.pause_until(held.worker, until, ctx.recovery_deadline(), gate=gate)
+class _Faults:
+    """Applies each step's fault, counting the workers alive: a kill that leaves none starts a fresh one."""
+
+    def __init__(self, ctx: Context, workers: int) -> None:
+        self.ctx, self.alive = ctx, workers
+
+    def apply(self, step: Step, gate: Gate, held: HeldProbe) -> bool:
+        """Apply the step's fault to what its gate holds; whether its victim lives on holding a stale claim."""
+        ctx = self.ctx
+        if step.fault in HOLDING:
+            until = ctx.probe_of("claim", held.job, not_worker=held.worker)
+            if step.fault == "stop":
+                ctx.stop_until(held.worker, until, ctx.recovery_deadline(), gate=gate)
+            elif step.fault == "pause":
+                ctx.pause_until(held.worker, until, ctx.recovery_deadline(), gate=gate)
+            else:
+                ctx.partition_until(held.worker, until, ctx.recovery_deadline(), gate=gate)
+            return True
+        if step.fault in KILLING:
+            if step.fault == "kill":
+                ctx.kill(held.worker, gate=gate)
+            else:
+                ctx.kill_container(held.worker, gate=gate)
+            if step.replace or self.alive == 1:
+                ctx.start_worker()
+            else:
+                self.alive -= 1
+        elif step.fault == "restart":
+            ctx.restart(held.worker, gate=gate)
         else:
-            ctx.partition_until(held.worker, until, ctx.recovery_deadline(), gate=gate)
-        return True
-    if step.fault in KILLING:
-        if step.fault == "kill":
-            ctx.kill(held.worker, gate=gate)
-        else:
-            ctx.kill_container(held.worker, gate=gate)
-        if step.replace or alive[0] == 1:
-            ctx.start_worker()
-        else:
-            alive[0] -= 1
-    elif step.fault == "restart":
-        ctx.restart(held.worker, gate=gate)
-    else:
-        ctx.restart_backend(gate=gate)
-    ctx.release(gate)  # what the gate held goes on (a restarted server's client) or is gone
-    return False
+            ctx.restart_backend(gate=gate)
+        ctx.release(gate)  # what the gate held goes on (a restarted server's client) or is gone
+        return False
 
 
 def _drained(ctx: Context) -> bool:
