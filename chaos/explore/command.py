@@ -22,7 +22,7 @@ from chaos.explore.runs import Attempt, ScheduleRunner, Variant
 from chaos.explore.scenario_file import write
 from chaos.explore.schedule import FAULTS, Schedule
 from chaos.explore.search import INTERRUPTED, MODES, Budget, Search, SearchLog
-from chaos.explore.windows import Reading
+from chaos.explore.shared import SharedRuns
 from chaos.names import id_part
 from chaos.procs import die_with_parent
 from chaos.runtime.run import prepare
@@ -64,7 +64,8 @@ def explore(options: ExploreOptions, say: Callable[[str], None]) -> int:
         share = options.budget // count + (1 if index <= options.budget % count else 0)
         runner = ScheduleRunner(options.variant, home)
         search = Search(runner, faults, Budget(max(1, share), options.time_s), options.mode,
-                        options.seed + index - 1, options.home / "db" if options.resume else None, say)
+                        options.seed + index - 1, options.home / "db" if options.resume else None, say,
+                        _shared(options) if options.search_only else None)
         say(f"chaos explore: {options.variant.name}, {options.mode} search, seed {options.seed + index - 1}, "
             f"faults {', '.join(faults) or 'none'}; budget {share} runs"
             + (f" or {options.time_s:.0f} s" if options.time_s else ""))
@@ -154,7 +155,9 @@ def _digest(variant: str, schedule: Schedule) -> str:
 
 
 def _shards(options: ExploreOptions, say: Callable[[str], None]) -> SearchLog:
-    """Run `jobs` shards of the search as processes of their own; their logs as one."""
+    """Run `jobs` shards of the search as processes of their own, none running a schedule another ran;
+    their logs as one."""
+    _shared(options).clear()
     processes = []
     for index in range(1, options.jobs + 1):
         (options.home / f"shard-{index}-of-{options.jobs}" / "search.json").unlink(missing_ok=True)
@@ -180,6 +183,10 @@ def _shards(options: ExploreOptions, say: Callable[[str], None]) -> SearchLog:
     if interrupted:
         log.stopped_by = INTERRUPTED
     return log
+
+
+def _shared(options: ExploreOptions) -> SharedRuns:
+    return SharedRuns(options.home / "shared")
 
 
 def command_line(options: ExploreOptions) -> list[str]:
@@ -209,8 +216,6 @@ def _write_log(path: Path, log: SearchLog) -> None:
 def _read_log(path: Path, log: SearchLog) -> None:
     saved = json.loads(path.read_text())
     for raw, elapsed in saved["attempts"]:
-        reading = Reading(set(raw["windows"]), raw["overlap_s"], raw["exposure_s"])
-        log.add(Attempt(Schedule.from_dict(raw["schedule"]), raw["verdict"], tuple(raw["violations"]), reading,
-                        raw["run_dir"], raw["seconds"], raw["why"]), elapsed)
+        log.add(Attempt.from_dict(raw), elapsed)
     log.stopped_by = saved["stopped_by"]
 

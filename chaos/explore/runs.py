@@ -61,6 +61,13 @@ class Attempt:
         return (f"[{number}] {self.verdict.upper():<12}{found} size {'/'.join(map(str, self.schedule.size))} "
                 f"windows {len(self.windows)} ({self.seconds:.1f}s){why}")
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Attempt:
+        """An attempt back from `to_dict` (a shard's log, a run another shard shared)."""
+        reading = Reading(set(raw["windows"]), raw["overlap_s"], raw["exposure_s"])
+        return cls(Schedule.from_dict(raw["schedule"]), raw["verdict"], tuple(raw["violations"]), reading,
+                   raw["run_dir"], raw["seconds"], raw["why"])
+
     def to_dict(self) -> dict[str, Any]:
         return {"schedule": self.schedule.to_dict(), "size": list(self.schedule.size), "verdict": self.verdict,
                 "violations": list(self.violations), "windows": sorted(self.windows),

@@ -16,13 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
+from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings, target
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, Unsatisfiable
 
 from chaos.errors import HarnessError
 from chaos.explore.runs import Attempt, ScheduleRunner
 from chaos.explore.schedule import Schedule
+from chaos.explore.shared import Running, SharedRuns
 from chaos.explore.shrink import shrink
 from chaos.explore.strategy import schedules
 
@@ -94,7 +95,7 @@ def _order(schedule: Schedule) -> tuple[int, tuple[int, int, int], int]:
 
 class Search:
     def __init__(self, runner: ScheduleRunner, faults: tuple[str, ...], budget: Budget, mode: str, seed_: int,
-                 database: Path | None, say: Callable[[str], None]) -> None:
+                 database: Path | None, say: Callable[[str], None], shared: SharedRuns | None = None) -> None:
         self.runner = runner
         self.faults = faults
         self.budget = budget
@@ -102,6 +103,7 @@ class Search:
         self.seed = seed_
         self.database = database
         self.say = say
+        self.shared = shared  # the runs of the other shards of one -j exploration
         self.log = SearchLog()
         self._seen: dict[str, Attempt] = {}
         self._began = 0.0
@@ -157,6 +159,8 @@ class Search:
             explore()
         except (Violated, ExceptionGroup, Flaky):  # the violations Hypothesis re-raises are in the log already
             pass
+        except Unsatisfiable:  # every schedule it drew had been run already: the round ends with nothing new
+            pass
         if self._current is not None:
             self._done.add(self._current)
 
@@ -169,24 +173,43 @@ class Search:
                 self._done.add(kind)
 
     def _shows(self, kind: str) -> Callable[[Schedule], bool]:
-        return lambda schedule: kind in self._attempt(schedule).violations
+        def shows(schedule: Schedule) -> bool:
+            attempt = self._attempt(schedule)
+            return isinstance(attempt, Attempt) and kind in attempt.violations
+        return shows
 
-    def _attempt(self, schedule: Schedule) -> Attempt:
-        """The schedule's run: made once, within the budget, and logged."""
-        attempt = self._seen.get(schedule.digest())
-        if attempt is None:
-            self._check_budget()
-            try:
-                attempt = self.runner.attempt(schedule, len(self.log.attempts) + 1)
-            except Exception as exc:  # noqa: BLE001 - handed on as the search's end, never as a finding
-                raise _Crashed(exc) from exc
-            self._seen[schedule.digest()] = attempt
-            self.log.add(attempt, time.monotonic() - self._began)
-            self.say(attempt.line(len(self.log.attempts)))
+    def _attempt(self, schedule: Schedule) -> Attempt | Running:
+        """The schedule's run: this search's or another shard's if it was made already (or RUNNING while
+        another shard makes it), else made now, within the budget, logged and shared."""
+        digest = schedule.digest()
+        known = self._seen.get(digest)
+        if known is not None:
+            return known
+        self._check_budget()
+        other = self.shared.claim(digest) if self.shared is not None else None
+        if isinstance(other, Attempt):
+            self._seen[digest] = other
+        if other is not None:
+            return other
+        try:
+            attempt = self.runner.attempt(schedule, len(self.log.attempts) + 1)
+        except Exception as exc:  # noqa: BLE001 - handed on as the search's end, never as a finding
+            raise _Crashed(exc) from exc
+        self._seen[digest] = attempt
+        self.log.add(attempt, time.monotonic() - self._began)
+        self.say(attempt.line(len(self.log.attempts)))
+        if self.shared is not None:
+            self.shared.record(attempt)
         return attempt
 
     def _example(self, schedule: Schedule) -> None:
+        """One schedule Hypothesis drew. Until the round's first failure, a schedule run already (here, in
+        an earlier round, or by another shard) is rejected, so that it takes none of the round's examples
+        and Hypothesis draws a fresh one instead; while a failure is shrunk, the known answer is given."""
+        runs = len(self.log.attempts)
         attempt = self._attempt(schedule)
+        if isinstance(attempt, Running) or (self._current is None and len(self.log.attempts) == runs):
+            reject()
         if self.mode == "guided" and attempt.verdict in ("pass", "fail"):  # a run that proved nothing steers nothing
             target(attempt.reading.exposure_s, label="owner held (s)")
             target(attempt.reading.overlap_s, label="executions overlapping (s)")

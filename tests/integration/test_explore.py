@@ -1,7 +1,7 @@
 """`chaos explore` end to end (issue 23): it finds a broken variant's known violation within a fixed
 budget, shrinks it to a schedule no larger than the bundled scenario that catches it, writes a scenario
 that `chaos run` replays to the same violation, starts a second exploration from what the first found,
-runs shards at once, and on a correct target finds nothing and says which windows it reached."""
+runs shards at once that never run one schedule twice, and on a correct target finds nothing and says which windows it reached."""
 
 from __future__ import annotations
 
@@ -69,6 +69,9 @@ def test_shards_search_at_once_and_merge(tmp_path: Path) -> None:
     assert shards == ["shard-1-of-2", "shard-2-of-2"]
     assert report["used"]["runs"] <= 40
     assert "lost" in {f["violation"] for f in report["findings"]}, stdout
+    # Both shards start from the simplest schedule; sharing their runs, no schedule ran twice.
+    schedules = [json.dumps(attempt["schedule"], sort_keys=True) for attempt in report["attempts"]]
+    assert len(schedules) == len(set(schedules))
 
 
 def test_a_correct_target_shows_nothing_and_names_the_windows_it_reached(tmp_path: Path) -> None:
