@@ -1,7 +1,8 @@
 """`chaos explore` end to end (issue 23): it finds a broken variant's known violation within a fixed
 budget, shrinks it to a schedule no larger than the bundled scenario that catches it, writes a scenario
 that `chaos run` replays to the same violation, starts a second exploration from what the first found,
-runs shards at once that never run one schedule twice, and on a correct target finds nothing and says which windows it reached."""
+runs shards at once that never run one schedule twice, and on a correct target finds nothing and says
+which windows it reached."""
 
 from __future__ import annotations
 
