@@ -137,8 +137,11 @@ class Connection:
         self.links: dict[str, Link] = {}
         self.closed = False
         self.linger0 = False  # a reset_peer was in a chain when the connection started: every close is an RST
-        self.early: list[bytes] = []  # what the client sent before the upstream was connected
-        self.early_eof = False  # and whether it had ended its side by then
+        # What each side sent before both links existed, by the link it feeds (the client, while the upstream
+        # is dialled; the upstream, in the moment between its connect and the links: a server that speaks
+        # first, as NATS and SMTP do, greets at once), and the sides that had ended by then.
+        self.early: dict[str, list[bytes]] = {direction: [] for direction in STREAMS}
+        self.early_eof: set[str] = set()
         # Why each socket's reads are paused (dialling, a full toxic queue, the other side's full write
         # buffer): reads resume only when no reason is left, so one cause never lifts another's pause.
         self.pauses: dict[int, set[str]] = {}
@@ -166,11 +169,13 @@ class Connection:
             sock = transport_.get_extra_info("socket")
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for data in self.early:
-            self.links["upstream"].feed(data)
-        self.early.clear()
+        for direction, link in self.links.items():
+            for data in self.early[direction]:
+                link.feed(data)
+            self.early[direction].clear()
         if self.early_eof:
-            self.links["upstream"].ended()
+            for direction in sorted(self.early_eof):
+                self.links[direction].ended()
             return
         self.resume(self.client, "dial")
 
@@ -350,7 +355,7 @@ class _Side(asyncio.Protocol):
             if link is not None:
                 link.feed(data)
             else:
-                self.connection.early.append(data)
+                self.connection.early[self.direction_in].append(data)
 
     def eof_received(self) -> bool | None:
         if self.connection is not None:
@@ -358,7 +363,7 @@ class _Side(asyncio.Protocol):
             if link is not None:
                 link.ended()
             else:
-                self.connection.early_eof = True  # the link ends once the upstream is connected
+                self.connection.early_eof.add(self.direction_in)  # the link ends once both exist
         return True  # keep the transport: the link closes it
 
     def connection_lost(self, exc: Exception | None) -> None:
