@@ -40,12 +40,16 @@ class EchoServer:
         while True:
             try:
                 conn, _ = self.sock.accept()
+                self._accepted(conn)
             except OSError:
                 return
-            threading.Thread(target=self._echo, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _accepted(self, conn: socket.socket) -> None:
+        """What the server does the moment it accepts, before a thread starts to serve the connection."""
 
     @staticmethod
-    def _echo(conn: socket.socket) -> None:
+    def _serve(conn: socket.socket) -> None:
         with conn:
             while data := _recv(conn):
                 conn.sendall(data)
@@ -60,17 +64,11 @@ class GreetingServer(EchoServer):
 
     GREETING = b'INFO {"server_id":"greets-first"}\r\n'
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-                conn.sendall(self.GREETING)  # at once, before a thread starts to serve it
-            except OSError:
-                return
-            threading.Thread(target=self._drain, args=(conn,), daemon=True).start()
+    def _accepted(self, conn: socket.socket) -> None:
+        conn.sendall(self.GREETING)
 
     @staticmethod
-    def _drain(conn: socket.socket) -> None:
+    def _serve(conn: socket.socket) -> None:
         with conn:
             while _recv(conn):
                 pass
