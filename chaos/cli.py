@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     _contract_option(run)
     run.add_argument("-s", "--scenario-param", action="append", default=[], metavar="KEY=VALUE",
                      help="choose one of the scenario's PARAMS, e.g. -s mode=blackhole (repeatable)")
+    run.add_argument("--run-dir-file", type=Path, default=None, metavar="PATH",
+                     help="write the run dir's path to PATH as the run begins, for a program that judges exactly "
+                          "this run (the pytest plugin does)")
     target = sub.add_parser("target", help="write a new target, or check one before any fault")
     target_sub = target.add_subparsers(dest="target_command", required=True)
     new = target_sub.add_parser("new", help="write a target that runs green at once, from the kind's reference")
@@ -215,7 +218,8 @@ def _run(args: argparse.Namespace) -> int:
     scenario = find_scenario(args.scenario)
     options = RunOptions(args.seed, args.runs_dir, _provider(args), args.backend_url, args.sink_mode,
                          _overrides(args.param), args.deadline, _overrides(args.contract, "-c", "watchdog=true"),
-                         _overrides(args.scenario_param, "-s", "mode=blackhole"), args.observe, args.worker_image)
+                         _overrides(args.scenario_param, "-s", "mode=blackhole"), args.observe, args.worker_image,
+                         run_dir_file=args.run_dir_file)
     result = run_scenario(target, scenario, options)
     _say(summary(result.verdict, result.dir))
     if result.verdict.error:

@@ -68,6 +68,7 @@ class RunOptions:
     scenario_params: dict[str, str] = field(default_factory=dict)  # `-s key=value`: the scenario's PARAMS
     observe: bool = True  # read the queue's own record through the target's observer, where it declares one
     worker_image: str | None = None  # run the workers in containers of this image (else target.toml's `image`)
+    run_dir_file: Path | None = None  # write the run dir's path here: a caller judges exactly this run
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,12 @@ class Run:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         # The run id (the dir's name) is a key prefix, a schema, a vhost: no character a pattern reads.
         self.dir = options.runs_dir / f"{stamp}-{id_part(self.target.name)}-{id_part(scenario.name)}"
+        if options.run_dir_file is not None:
+            try:
+                options.run_dir_file.write_text(f"{self.dir.resolve()}\n")
+            except OSError as exc:
+                raise ConfigError(f"Cannot write the run dir's path to --run-dir-file {options.run_dir_file} "
+                                  f"({exc.strerror or exc}): give a path in a writable directory.") from exc
         try:
             self.dir.mkdir(parents=True, exist_ok=False)
         except OSError as exc:

@@ -37,6 +37,13 @@ def test_unknown_scenario(tmp_path: Path) -> None:
     assert_usage_error(result, "Unknown scenario 'nope'", "kill_after_effect_before_ack")
 
 
+def test_a_run_dir_file_that_cannot_be_written(tmp_path: Path) -> None:
+    result = chaos("run", "--target", "pg_lease", "--scenario", "no_faults", "--runs-dir", str(tmp_path / "runs"),
+                   "--run-dir-file", str(tmp_path / "no_such_folder" / "run-dir"))
+    assert_usage_error(result, "Cannot write the run dir's path to --run-dir-file", "a path in a writable directory")
+    assert result.run_dir is None, "no run dir for a run that never started"
+
+
 @pytest.mark.parametrize("toml, phrase", [
     ("backend = \n", "is not valid TOML"),
     ('backend = "postgres"\nworker = ["x"]\n', "expected contract = a [contract] table"),
