@@ -127,6 +127,10 @@ class Context(Protocol):
     def snapshot(self) -> list[JobState]:
         """Every job as the queue itself sees it now (the target control's snapshot)."""
 
+    @property
+    def shows_deliveries(self) -> bool:
+        """Whether snapshot() can show a job out for delivery as claimed (the control's `shows_deliveries`)."""
+
     def wait_drained(self, timeout: float) -> bool:
         """Poll the queue's own view until every enqueued job is terminal; False if it never drains."""
 

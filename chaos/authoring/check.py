@@ -1,6 +1,11 @@
 """`chaos target check PATH`: one real run of a fault-free check scenario on a fresh server (setup, an
-empty snapshot, one job enqueued and seen pending, one worker that claims, effects and acks it, a final
-snapshot that says done), then every seam that did not hold named in a paragraph of its own.
+empty snapshot, one job enqueued and seen pending, one worker that claims it and is held at a gate while a
+snapshot must show the job claimed, then effects and acks it, a final snapshot that says done), then every
+seam that did not hold named in a paragraph of its own.
+
+The held snapshot matters because the checker counts a job completed only on evidence of a completion:
+a snapshot that leaves out claimed jobs would hide a stuck one, and a run could not tell it from a job
+that finished.
 
 A target that passes the check can be judged by the fault scenarios; one that fails it would only give
 verdicts about its own wiring.
@@ -43,7 +48,12 @@ def check_target(target: Target, options: RunOptions) -> CheckReport:
         seen["empty"] = {state.job: state.state for state in ctx.snapshot()}
         ctx.enqueue(1)
         seen["enqueued"] = {state.job: state.state for state in ctx.snapshot()}
+        gate = ctx.arm("after:claim", job=JOB)
         ctx.start_worker(WORKER)
+        ctx.wait(gate, ctx.recovery_deadline(margin_s=MARGIN_S))
+        seen["claimed"] = {state.job: state.state for state in ctx.snapshot()}
+        seen["shows_deliveries"] = ctx.shows_deliveries
+        ctx.release(gate)
         seen["drained"] = ctx.wait_drained(ctx.recovery_deadline(margin_s=MARGIN_S))
 
     scenario = Scenario("target_check", Path(__file__), check.__doc__ or "", check, ())
@@ -76,6 +86,8 @@ def _judge(report: CheckReport, seen: dict[str, Any], verdict: Verdict, ledger: 
                 "must list every enqueued job by the suite's id (carried in the queue's payload), and enqueue() must "
                 "commit before it returns.")
     _judge_worker(report, ledger)
+    if "claimed" in seen:
+        _judge_claimed(report, seen["claimed"].get(JOB, "absent"), seen["shows_deliveries"])
     if report.target.observer is not None:
         _judge_observer(report, ledger)
     final = next((e.data.get("state") for e in ledger if e.kind == events.SNAPSHOT and e.job == JOB), "absent")
@@ -139,6 +151,28 @@ def _judge_worker(report: CheckReport, ledger: list[Event]) -> None:
                 "accept the ack; ok must be what the queue answered (True for a completion that took effect).")
     else:
         ok(f"{WORKER} acked {JOB} and the queue accepted it")
+
+
+def _judge_claimed(report: CheckReport, state: str, shows_deliveries: bool) -> None:
+    """The snapshot taken while the worker was held right after its claim: a job out for delivery must show
+    claimed, unless the control says the queue keeps no record of one (then never done or dead)."""
+    held = f"{WORKER} held {JOB} (a gate held it right after its claim, before its effect and ack)"
+    if state == "claimed":
+        report.passed.append(f"while {held}, snapshot() showed it claimed")
+    elif not shows_deliveries and state in ("absent", "pending"):
+        report.passed.append(f"while {held}, snapshot() showed it {state}: the control says the queue keeps no "
+                             "record of a job out for delivery (shows_deliveries = False), so only an accepted ack "
+                             "or its completion() answer completes a job")
+    elif not shows_deliveries:
+        report.problems.append(f"While {held}, snapshot() showed it {state}: a job nobody has acked yet is neither "
+                               "done nor dead. snapshot() must show such a job claimed, pending or absent (not "
+                               "listed).")
+    else:
+        report.problems.append(
+            f"While {held}, snapshot() showed it {state}, not claimed: a snapshot that leaves out (or misreports) a "
+            "claimed job would hide a stuck one, whose owner died holding it, and a run could not tell it from a "
+            "completed one. snapshot() must show a job a worker holds as claimed (by that worker); a queue that "
+            "keeps no record of a job out for delivery says so with shows_deliveries = False on its control.")
 
 
 def _judge_answer(report: CheckReport, ledger: list[Event]) -> None:

@@ -20,7 +20,7 @@ from chaos import events
 from chaos.check.control_answers import answered
 from chaos.check.fault_reports import fault_reports, recovery_summary
 from chaos.check.history import JobHistory, RunHistory
-from chaos.check.judgement import judge_job, unsettled_for
+from chaos.check.judgement import judge_job, unproven_note, unsettled_for
 from chaos.check.queue_record import DISAGREE, STALE, committed, covered, evidence, judge_record
 from chaos.check.scan import scan
 from chaos.check.verdict import OUTCOMES, FaultReport, Verdict, Violation
@@ -218,6 +218,8 @@ def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultRep
         if verdict == "pass":
             verdict = "inconclusive"
     unsettled = [_unsettled(run.jobs[job], contract) for job, outcome in outcomes.items() if outcome == "unsettled"]
+    if run.snapshot_taken:  # without a snapshot every job is unknown, and the run says so once
+        unsettled += [unproven_note(run.jobs[job]) for job, outcome in outcomes.items() if outcome == "unknown"]
     notes += unsettled
     if unsettled and verdict == "pass":
         verdict = "inconclusive"

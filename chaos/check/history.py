@@ -108,7 +108,8 @@ class JobHistory:
     built per job, on the hot path)."""
 
     __slots__ = ("job", "enqueued", "poison", "events", "effects", "executions", "by_key", "latest",
-                 "lost_owner_at", "lost", "recoveries", "reclaims", "findings", "snapshot", "snapshot_at")
+                 "lost_owner_at", "lost", "recoveries", "reclaims", "findings", "snapshot", "snapshot_at",
+                 "completion_proven")
 
     def __init__(self, job: str) -> None:
         self.job = job
@@ -126,6 +127,9 @@ class JobHistory:
         self.findings: list[Finding] = []
         self.snapshot: dict[str, Any] | None = None
         self.snapshot_at: float | None = None  # when the final snapshot saw it
+        # Some completion of it was proven: an ack the queue accepted (by the worker's word or the control's
+        # answer) or a completion in the queue's own record. A snapshot's silence proves none.
+        self.completion_proven = False
 
     def workers(self) -> set[str]:
         return {e.worker for e in self.events if e.worker is not None}

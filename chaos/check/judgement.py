@@ -1,5 +1,10 @@
 """The judgement rules: each job's outcome, and which of its anomalies the contract forbids.
 
+- `completed`: one effect, and a completion proven (an ack the queue accepted, by the worker's word or the
+  control's answer, a completion in the queue's own record, or a final snapshot that shows it done). A job
+  the snapshot does not show is not proven completed (a snapshot that skips in-flight jobs would hide a
+  stuck one): it is `unknown` (not judged, the run inconclusive), or `dropped` under on_owner_loss = drop
+  when its owner died.
 - `overlapped`: two executions that each made an accepted effect and worked at once (one claimed the
   job before the other's last effect); `redelivered`: several effects, executions one after another.
 - dead letters: a job ending dead after a number of claims != contract.max_attempts (when set), or a
@@ -232,7 +237,7 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
     if effects == 0:
         return _gone(history, contract, where)
     if effects == 1:
-        return "completed", ""
+        return ("completed", "") if _completion_proven(history) else _unproven(history, contract)
     overlap = _overlap(history)
     if overlap is not None:
         first, second = overlap
@@ -266,6 +271,36 @@ def _gone(history: JobHistory, contract: Contract, where: str) -> tuple[str, str
     return "lost", (f"enqueued but never effected, and the queue reports it {where}: its owner {dead.who()} died "
                     f"(fault {fault.id}, {fault.kind} {fault.target}) and the contract says on_owner_loss = "
                     f"{contract.on_owner_loss}, but the queue {kept}")
+
+
+def _completion_proven(history: JobHistory) -> bool:
+    """Is a completion of the job proven: an ack the queue accepted (the worker's word or the control's
+    answer), a completion in the queue's own record, or a final snapshot that shows it done? A job the
+    snapshot does not show is not one: a snapshot that leaves out in-flight jobs hides a stuck one."""
+    return history.completion_proven or (history.snapshot or {}).get("state") == "done"
+
+
+def _unproven(history: JobHistory, contract: Contract) -> tuple[str, str]:
+    """An effected job that no completion proves and the final snapshot does not show: dropped where its
+    owner died and the contract lets the queue forget such a job (on_owner_loss = drop), else unknown (it
+    may have completed, or be stuck where the snapshot does not look; `unproven_note` says which)."""
+    if contract.on_owner_loss == "drop" and _owner_died(history) is not None:
+        return "dropped", ""
+    return "unknown", ""
+
+
+def unproven_note(history: JobHistory) -> str:
+    """Why a job the final snapshot took is `unknown`: its effect is in the ledger, its completion is not."""
+    state = (history.snapshot or {}).get("state", "absent")
+    dead = _owner_died(history)
+    fault = dead.died_by if dead is not None else None
+    owner = (f"; its owner {dead.who()} died holding it (fault {fault.id}, {fault.kind} {fault.target}) and no "
+             "worker claimed it since" if dead is not None and fault is not None else "")
+    return (f"{history.job} made its effect, but no completion of it is proven: no ack the queue accepted, no "
+            "accepted answer of the control's completion(), no completion in the queue's own record, and the "
+            f"final snapshot shows it {state}, not done{owner}. A job missing from a snapshot may have completed, "
+            "or be held where the snapshot does not look, so it is not counted completed (`chaos target check` "
+            "tests that a snapshot shows a claimed job)")
 
 
 def unsettled_for(history: JobHistory, bound: float) -> float | None:

@@ -9,8 +9,8 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
   fault on it, a backend restart since) reached it.
 - `stale_ack_accepted`: an accepted ack by an execution that had been superseded. An ack whose outcome
   the worker could not learn (`ok` null) is judged as the target's control answered it
-  (`chaos.check.control_answers`); unanswered, it ends its execution and proves nothing either way:
-  the final snapshot says whether the job was done.
+  (`chaos.check.control_answers`); unanswered, it ends its execution and proves nothing either way (the
+  queue's own record, or a final snapshot that shows the job done, may still prove it completed).
 - `effect_after_lease_loss`: an accepted effect by a superseded execution; exposure = effect time -
   the superseding claim's time.
 - `stale_extension_accepted`: a heartbeat reported `ok` by a superseded execution, when an earlier
@@ -434,13 +434,15 @@ def _longest_gap(run: RunHistory, execution: Execution, event: Event) -> None:
 
 
 def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
-    execution = _execution(history, event)
-    if execution is None:
-        return
     if event.data.get("ok") is None and run.answered:
         ok = run.answered.get((history.job, event.worker, str(event.data.get("token"))))
         if ok is not None:  # the worker could not know; the control said what the queue did
             event = event._replace(data=dict(event.data, ok=ok, answered_by="control"))
+    if event.data.get("ok") is True:
+        history.completion_proven = True
+    execution = _execution(history, event)
+    if execution is None:
+        return
     if event.data.get("ok"):
         owner = history.latest
         if owner is not None and owner is not execution:
@@ -459,10 +461,16 @@ def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
     _end(run, execution, event, "ack")
 
 
+def _on_queue_complete(run: RunHistory, history: JobHistory, event: Event) -> None:
+    """The queue's own record shows it accepted a completion of the job."""
+    history.completion_proven = True
+
+
 _JOB_HANDLERS: dict[str, Callable[[RunHistory, JobHistory, Event], None]] = {
     events.PROBE_CLAIM: _on_claim, events.PROBE_EFFECT: _on_effect, events.PROBE_ACK: _on_ack,
     events.PROBE_HEARTBEAT: _on_heartbeat,
     events.PROBE_ABANDON: _on_abandon, events.ENQUEUE: _on_enqueue, events.SNAPSHOT: _on_snapshot,
+    events.QUEUE_COMPLETE: _on_queue_complete,
 }
 
 

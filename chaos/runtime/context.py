@@ -228,6 +228,10 @@ class ScenarioContext:
     def snapshot(self) -> list[JobState]:
         return self.control.snapshot()
 
+    @property
+    def shows_deliveries(self) -> bool:
+        return bool(self.control.shows_deliveries)
+
     def wait_drained(self, timeout: float) -> bool:
         """Ends once every job is finished, or at `timeout`, or a recovery bound after no process was left
         that could finish one: waiting longer would change nothing but the run's length, and a job its

@@ -27,7 +27,8 @@ def test_a_new_target_of_every_kind_passes_its_check(tmp_path: Path, kind: str) 
     result = chaos("target", "check", str(folder), "--runs-dir", str(tmp_path / "runs"))
     assert result.code == 0, result.stdout + result.stderr
     assert "every seam held" in result.stdout
-    for seam in ("claimed job-0001", "reported the job's effect", "the queue accepted it", "verdict is pass"):
+    for seam in ("claimed job-0001", "while w1 held job-0001", "reported the job's effect", "the queue accepted it",
+                 "verdict is pass"):
         assert seam in result.stdout, result.stdout
 
 

@@ -114,10 +114,11 @@ def test_under_drop_a_dead_owners_job_still_held_past_the_bound_is_stuck() -> No
     assert kinds(verdict) == [("stuck", "a")]
 
 
-def test_under_drop_a_job_that_made_its_effect_before_its_owner_died_is_completed() -> None:
+def test_under_drop_a_job_that_made_its_effect_before_its_owner_died_is_dropped_not_completed() -> None:
+    # the promise kept (its owner died and the queue forgot it), but nobody acked it: no completion is proven
     h = History(DROP).enqueue("a").claim("a", "w1").effect("a", "w1").kill("w1")
     verdict = judge(h.snapshot(a="absent").events)
-    assert verdict.verdict == "pass" and verdict.jobs == {"a": "completed"}, verdict.violations
+    assert verdict.verdict == "pass" and verdict.jobs == {"a": "dropped"}, verdict.violations
 
 
 def test_under_drop_a_dead_owners_job_recorded_dead_is_judged_as_any_dead_letter() -> None:
