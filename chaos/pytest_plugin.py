@@ -11,6 +11,14 @@ turns it off). It adds nothing to a test run until asked:
 - the `chaos_run` fixture runs a cell from an ordinary test and returns its verdict (verdict.json's
   content, with the run dir under "run_dir").
 
+An item's id is what `chaos_xfail`, `-k` and JUnit know it by, so it names one cell, and the same one run
+after run with the same arguments: the suite's key of the cell, target-param...-scenario-seedN, each
+`--chaos-param` after the target (a variant is another cell: the plain cell's xfail never marks it), by
+the target folder's and the scenario file's names. Where two targets' folders (or two scenario files)
+share a name in the session, each carries as many parent folders as tell them apart
+(`mine/pg_lease-...`, `targets/pg_lease-...`); one folder given twice, or ids that still read alike, are
+a usage error naming both.
+
 Each run goes into a runs dir of its own, made afresh: the cell's id to read, a digest of everything that
 makes the run what it is (the target's resolved folder, not its name; params, contract, scenario
 settings, seed) and a random nonce. An item judges the very run it started, whose dir `chaos run` names
@@ -53,7 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--chaos-runs-dir", default="runs", metavar="DIR",
                     help="where each cell's run dir goes, under a folder of its own named by its id "
                          "(default ./runs)")
-    parser.addini("chaos_xfail", "cells (item ids, e.g. pg_naive-no_faults-seed1) that must fail: "
+    parser.addini("chaos_xfail", "cells (item ids, e.g. pg_naive-no_faults-seed1, "
+                                 "pg_lease-heartbeat=none-lease_shorter_than_handler-seed1) that must fail: "
                                  "xfail(strict=True)", type="linelist", default=[])
 
 
@@ -80,44 +89,85 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     targets = config.getoption("--chaos-target")
     if not targets:
         return
-    from chaos.discovery import available_scenarios, find_target
     from chaos.errors import ConfigError
-    from chaos.suite.spec import runnable
 
-    named_scenarios = config.getoption("--chaos-scenario")
-    # A known-bad cell's id, as the item shows it (chaos[...]) or bare.
-    xfail = {entry.removeprefix(f"{ITEM}[").removesuffix("]") for entry in config.getini("chaos_xfail")}
+    params = list(config.getoption("--chaos-param"))
     try:
-        for target in targets:
-            find_target(target)
+        planned = _session_cells(targets, config.getoption("--chaos-scenario"), _seeds(config), params)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
+    # A known-bad cell's id, as the item shows it (chaos[...]) or bare.
+    xfail = {entry.removeprefix(f"{ITEM}[").removesuffix("]") for entry in config.getini("chaos_xfail")}
     cells = ChaosCells.from_parent(session, name="queue-chaos", nodeid="queue-chaos")
-    made: set[str] = set()
+    for cell, target, scenario, seed in planned:
+        item = ChaosItem.from_parent(cells, name=f"{ITEM}[{cell}]", target=target, scenario=scenario, seed=seed,
+                                     params=params, cell=cell)
+        if cell in xfail:
+            item.add_marker(pytest.mark.xfail(strict=True, raises=VerdictFailed,
+                                              reason="a known-bad cell: its verdict must be fail"))
+        items.append(item)
+    made = [cell for cell, *_ in planned]
+    unknown = sorted(xfail - set(made))
+    if unknown:  # a typo would otherwise leave a known-bad cell failing, or a bad one unmarked, silently
+        qualified = any("/" in cell for cell in made)
+        shared = ("; where two targets' folders or two scenarios' files share a name in this session, as here, "
+                  "their ids carry the parent folders that tell them apart") if qualified else ""
+        raise pytest.UsageError(f"chaos_xfail lists {', '.join(unknown)}, which no collected cell is; the cells "
+                                f"collected are {', '.join(sorted(made))} (ids as target-scenario-seedN, each "
+                                f"--chaos-param after the target{shared}).")
+
+
+def _session_cells(targets: list[str], named_scenarios: list[str], seeds: tuple[int, ...],
+                   params: list[str]) -> list[tuple[str, str, str, int]]:
+    """Each cell of the session as (id, target, scenario, seed). An id is the suite's key of the cell
+    (target-param...-scenario-seedN) by the target folder's and the scenario file's names: the same for the
+    same arguments, run after run, and its own in the session (a ConfigError where two would share one)."""
+    from chaos.discovery import available_scenarios, find_scenario, find_target
+    from chaos.errors import ConfigError
+    from chaos.suite.cell import Cell, Planned
+    from chaos.suite.spec import runnable
+
+    target_labels = _labels([(target, find_target(target).path) for target in targets], "target")
+    scenarios = named_scenarios or sorted(available_scenarios())
+    scenario_labels = _labels([(name, find_scenario(name).path) for name in scenarios], "scenario", ".py")
+    planned: list[tuple[str, str, str, int]] = []
+    found: dict[str, tuple[str, str]] = {}
     for target in targets:
         # By default every scenario a run of the target can take here (not those needing containers it lacks).
-        scenarios = named_scenarios or [name for name in sorted(available_scenarios()) if runnable(target, name)]
-        for scenario in scenarios:
-            for seed in _seeds(config):
-                cell = _cell_name(target, scenario, seed)
-                item = ChaosItem.from_parent(cells, name=f"{ITEM}[{cell}]", target=target, scenario=scenario,
-                                             seed=seed, params=list(config.getoption("--chaos-param")), cell=cell)
-                if cell in xfail:
-                    item.add_marker(pytest.mark.xfail(strict=True, raises=VerdictFailed,
-                                                      reason="a known-bad cell: its verdict must be fail"))
-                made.add(cell)
-                items.append(item)
-    unknown = sorted(xfail - made)
-    if unknown:  # a typo would otherwise leave a known-bad cell failing, or a bad one unmarked, silently
-        raise pytest.UsageError(f"chaos_xfail lists {', '.join(unknown)}, which no collected cell is; the cells "
-                                f"collected are {', '.join(sorted(made))} (ids as target-scenario-seedN).")
+        for scenario in named_scenarios or [name for name in scenarios if runnable(target, name)]:
+            for seed in seeds:
+                cell = Planned(Cell(target_labels[target], scenario_labels[scenario], params=tuple(params)), seed).key
+                if cell in found:
+                    raise ConfigError(f"Two cells of this session would have the id {cell}: target {found[cell][0]} "
+                                      f"on scenario {found[cell][1]}, and target {target} on scenario {scenario}; "
+                                      "rename a target's folder or a scenario's file so that their names, joined "
+                                      "by '-', read one way.")
+                found[cell] = (target, scenario)
+                planned.append((cell, target, scenario, seed))
+    return planned
 
 
-def _cell_name(target: str, scenario: str, seed: int) -> str:
-    """The cell's id as its item shows it: target-scenario-seedN, by the target folder's and the scenario
-    file's names."""
-    named = Path(scenario).stem if scenario.endswith(".py") else scenario
-    return f"{Path(target).name}-{named}-seed{seed}"
+def _labels(named: list[tuple[str, Path]], what: str, suffix: str = "") -> dict[str, str]:
+    """Each argument's name in the ids: its folder's (file's) name, or where another's has that name too,
+    with as many parent folders as tell them all apart (a ConfigError for one folder given twice)."""
+    from chaos.errors import ConfigError
+
+    given: dict[Path, str] = {}
+    sharing: dict[str, list[Path]] = {}
+    for argument, path in named:
+        if path in given:
+            raise ConfigError(f"--chaos-{what} {given[path]} and --chaos-{what} {argument} are one {what} ({path}), "
+                              f"which would be collected twice under one id: give it once.")
+        given[path] = argument
+        sharing.setdefault(path.name, []).append(path)
+    labels: dict[str, str] = {}
+    for paths in sharing.values():
+        depth = 1
+        while len({path.parts[-depth:] for path in paths}) < len(paths):  # distinct paths differ at full length
+            depth += 1
+        for path in paths:
+            labels[given[path]] = Path(*path.parts[-depth:]).as_posix().removesuffix(suffix)
+    return labels
 
 
 class ChaosCells(pytest.Collector):
@@ -149,7 +199,7 @@ class ChaosItem(pytest.Item):
 
     def runtest(self) -> None:
         runs = Path(self.config.getoption("--chaos-runs-dir"))
-        verdict, summary = run_cell(runs, self.target, self.scenario, self.seed, self.params)
+        verdict, summary = run_cell(runs, self.target, self.scenario, self.seed, self.params, name=self.chaos_cell)
         self.user_properties.append(("verdict", verdict.get("verdict")))
         if verdict.get("verdict") == "fail":
             raise VerdictFailed(summary)
@@ -166,15 +216,16 @@ class ChaosItem(pytest.Item):
 
 
 def run_cell(runs_dir: Path, target: str, scenario: str, seed: int = 1, params: list[str] | tuple[str, ...] = (),
-             contract: list[str] | tuple[str, ...] = (),
-             scenario_params: list[str] | tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
-    """One `chaos run` of the cell, in a runs dir of its own under `runs_dir`: its verdict.json (with
-    "run_dir") and what it printed. The verdict is of the run this call started, as `chaos run` names it."""
-    from chaos.suite.cell import Cell
+             contract: list[str] | tuple[str, ...] = (), scenario_params: list[str] | tuple[str, ...] = (), *,
+             name: str | None = None) -> tuple[dict[str, Any], str]:
+    """One `chaos run` of the cell, in a runs dir of its own under `runs_dir` whose name begins with `name`
+    (an item's id; else the cell's key): its verdict.json (with "run_dir") and what it printed. The verdict
+    is of the run this call started, as `chaos run` names it."""
+    from chaos.suite.cell import Cell, Planned
 
     cell = Cell(target, scenario, params=tuple(params), contract=tuple(contract),
                 scenario_params=tuple(scenario_params))
-    own = _own_runs_dir(runs_dir, cell, seed)
+    own = _own_runs_dir(runs_dir, cell, seed, name or Planned(cell, seed).key)
     named = own / RUN_DIR_FILE
     argv = [sys.executable, "-m", "chaos", *cell.argv(seed, own), "--run-dir-file", str(named)]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -190,8 +241,8 @@ def run_cell(runs_dir: Path, target: str, scenario: str, seed: int = 1, params: 
     return verdict, printed
 
 
-def _own_runs_dir(runs_dir: Path, cell: Cell, seed: int) -> Path:
-    """A new folder for one run of the cell, which no other run shares: the cell's id, a digest of the
+def _own_runs_dir(runs_dir: Path, cell: Cell, seed: int, name: str) -> Path:
+    """A new folder for one run of the cell, which no other run shares: its name, a digest of the
     run's whole identity (where two target folders of one name, or two variants, differ) and a nonce
     (where two sessions, or two runs of one variant, differ)."""
     from chaos.discovery import find_target
@@ -205,7 +256,7 @@ def _own_runs_dir(runs_dir: Path, cell: Cell, seed: int) -> Path:
     scenario = str(Path(cell.scenario).resolve()) if cell.scenario.endswith(".py") else cell.scenario
     identity = json.dumps([folder, scenario, cell.params, cell.contract, cell.scenario_params, seed])
     digest = hashlib.sha1(identity.encode()).hexdigest()[:10]
-    own = runs_dir / f"{id_part(_cell_name(cell.target, cell.scenario, seed))[:100]}-{digest}-{secrets.token_hex(4)}"
+    own = runs_dir / f"{id_part(name)[:100]}-{digest}-{secrets.token_hex(4)}"
     own.mkdir(parents=True)  # never one that exists: it would be another run's
     return own
 

@@ -57,6 +57,22 @@ def run(ctx):
     return path
 
 
+def collected(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The session's items as `--collect-only -q` lists them: nothing runs."""
+    return pytest_in(project, "--collect-only", "-q", *args)
+
+
+def item_ids(done: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line.removeprefix("queue-chaos::") for line in done.stdout.splitlines() if line.startswith("queue-chaos::")]
+
+
+def idle_scenario(path: Path) -> Path:
+    """A scenario file to collect (never run)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('"""Does nothing."""\nFAULTS = ()\n\n\ndef run(ctx):\n    pass\n')
+    return path
+
+
 def pg_naive_named_pg_lease(project: Path) -> Path:
     """A copy of the broken pg_naive in a folder named as the correct pg_lease."""
     copy = project / "mine" / "pg_lease"
@@ -148,7 +164,7 @@ def test_two_targets_of_one_folder_name_in_one_xdist_session_judge_their_own_run
     assert done.returncode == 1 and "1 failed, 1 passed" in out, out + done.stderr
     assert f"reproduce: chaos run --target {copy} --scenario" in out and "violation stuck" in out, out
     assert "wrote no verdict" not in out, out
-    named = sorted((tmp_path / "runs").glob("pg_lease-overlapping_kill_after_effect_before_ack-seed1-*/run-dir"))
+    named = sorted((tmp_path / "runs").glob("*_pg_lease-overlapping_kill_after_effect_before_ack-seed1-*/run-dir"))
     assert len(named) == 2 and len({path.read_text() for path in named}) == 2, named
 
 
@@ -173,3 +189,70 @@ def test_a_chaos_param_variant_judges_its_own_run_not_the_plain_targets(tmp_path
     assert plain_done.returncode == 0 and "1 passed" in plain_done.stdout, plain_done.stdout + plain_done.stderr
     assert variant.returncode == 1 and "violation premature_reclaim" in variant.stdout, variant.stdout
     assert "-p heartbeat=none" in variant.stdout and "wrote no verdict" not in variant.stdout, variant.stdout
+
+
+def test_ids_tell_apart_targets_and_scenario_files_of_one_name_and_stay_the_same(tmp_path: Path) -> None:
+    copy = pg_naive_named_pg_lease(tmp_path)
+    idle_scenario(tmp_path / "a" / "idle.py")
+    idle_scenario(tmp_path / "b" / "idle.py")
+    args = ("--chaos-target", str(copy), "--chaos-target", "pg_lease", "--chaos-scenario", "no_faults",
+            "--chaos-scenario", "a/idle.py", "--chaos-scenario", "b/idle.py")
+    done = collected(tmp_path, *args)
+    # the shared names carry the parent folder that tells them apart; a name no other shares stays bare
+    assert item_ids(done) == [f"chaos[{target}-{scenario}-seed1]" for target in ("mine/pg_lease", "targets/pg_lease")
+                              for scenario in ("no_faults", "a/idle", "b/idle")], done.stdout + done.stderr
+    assert item_ids(collected(tmp_path, *args)) == item_ids(done), "the ids change between runs"
+    picked = collected(tmp_path, *args, "-k", "mine/pg_lease and a/idle")
+    assert item_ids(picked) == ["chaos[mine/pg_lease-a/idle-seed1]"], picked.stdout + picked.stderr
+
+
+def test_ids_that_no_folder_tells_apart_are_a_usage_error_naming_both(tmp_path: Path) -> None:
+    bundled_pg_lease = bundled("targets") / "pg_lease"
+    twice = collected(tmp_path, "--chaos-target", "pg_lease", "--chaos-target", str(bundled_pg_lease))
+    assert twice.returncode == 4, twice.stdout + twice.stderr
+    assert (f"--chaos-target pg_lease and --chaos-target {bundled_pg_lease} are one target" in twice.stderr
+            and "give it once" in twice.stderr), twice.stderr
+    # a folder's and a file's names which, joined by '-', read two ways: pg_lease + x-idle, pg_lease-x + idle
+    shutil.copytree(bundled_pg_lease, tmp_path / "pg_lease-x")
+    dashes = collected(tmp_path, "--chaos-target", "pg_lease", "--chaos-target", "pg_lease-x",
+                       "--chaos-scenario", str(idle_scenario(tmp_path / "idle.py")),
+                       "--chaos-scenario", str(idle_scenario(tmp_path / "x-idle.py")))
+    assert dashes.returncode == 4, dashes.stdout + dashes.stderr
+    assert (f"Two cells of this session would have the id pg_lease-x-idle-seed1: target pg_lease on scenario "
+            f"{tmp_path / 'x-idle.py'}, and target pg_lease-x on scenario {tmp_path / 'idle.py'}") in dashes.stderr, \
+        dashes.stderr
+
+
+def test_a_chaos_xfail_entry_marks_one_of_two_targets_of_one_folder_name(tmp_path: Path) -> None:
+    copy = pg_naive_named_pg_lease(tmp_path)
+    args = ("--chaos-target", str(copy), "--chaos-target", "pg_lease", "--chaos-scenario",
+            "kill_after_effect_before_ack")
+    # the id both had before names neither now: a usage error saying why, not a mark on both
+    (tmp_path / "pytest.ini").write_text("[pytest]\nchaos_xfail =\n    pg_lease-kill_after_effect_before_ack-seed1\n")
+    both = collected(tmp_path, *args)
+    assert both.returncode == 4 and "share a name in this session" in both.stderr, both.stdout + both.stderr
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nchaos_xfail =\n    mine/pg_lease-kill_after_effect_before_ack-seed1\n")
+    done = pytest_in(tmp_path, "-rA", *args, "--junitxml", "junit.xml")
+    out = done.stdout
+    assert done.returncode == 0 and "1 passed, 1 xfailed" in out, out + done.stderr
+    assert "XFAIL queue-chaos::chaos[mine/pg_lease-kill_after_effect_before_ack-seed1]" in out, out
+    assert "PASSED queue-chaos::chaos[targets/pg_lease-kill_after_effect_before_ack-seed1]" in out, out
+    names = sorted(str(case.get("name")) for case in ET.parse(tmp_path / "junit.xml").iter("testcase"))
+    assert names == ["chaos[mine/pg_lease-kill_after_effect_before_ack-seed1]",
+                     "chaos[targets/pg_lease-kill_after_effect_before_ack-seed1]"], names
+
+
+def test_a_chaos_param_shows_in_the_id_and_the_plain_cells_xfail_never_marks_it(tmp_path: Path) -> None:
+    args = ("--chaos-target", "pg_lease", "--chaos-scenario", "lease_shorter_than_handler",
+            "--chaos-param", "heartbeat=none")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nchaos_xfail =\n    pg_lease-lease_shorter_than_handler-seed1\n")
+    plain = collected(tmp_path, *args)
+    assert plain.returncode == 4, plain.stdout + plain.stderr
+    assert ("chaos_xfail lists pg_lease-lease_shorter_than_handler-seed1, which no collected cell is; the cells "
+            "collected are pg_lease-heartbeat=none-lease_shorter_than_handler-seed1") in plain.stderr, plain.stderr
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nchaos_xfail =\n    pg_lease-heartbeat=none-lease_shorter_than_handler-seed1\n")
+    done = pytest_in(tmp_path, "-rA", *args)
+    assert done.returncode == 0 and "1 xfailed" in done.stdout, done.stdout + done.stderr
+    assert "XFAIL queue-chaos::chaos[pg_lease-heartbeat=none-lease_shorter_than_handler-seed1]" in done.stdout
