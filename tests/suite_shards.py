@@ -77,3 +77,9 @@ def holder(outs: list[Path], key: str) -> Path:
     (found,) = [out for out in outs if any(cell["key"] == key
                                            for cell in json.loads((out / "suite.json").read_text())["cells"])]
     return found
+
+
+def losing(cell: Cell) -> Callable[[Planned], dict[str, Any]]:
+    """Verdicts under which every run passes but those of `cell`, which lose a job (a wrong answer where
+    the cell must pass): a suite whose merge must never exit 0."""
+    return lambda run: verdict("fail", "lost", seed=run.seed) if run.cell == cell else verdict(seed=run.seed)

@@ -95,11 +95,11 @@ def merge(dirs: list[Path], out: Path) -> dict[str, Any]:
                           + ". A report without them could pass where they would not. Pass every shard's whole "
                             "--out directory; a shard whose machine stopped early, or whose report lists no run, must "
                             "be run again.")
-    runs = _judged(plan, held, out)
+    runs = _judged(shards, plan, held, out)
     fresh_output(out, "Pick another --out for the merge.")
     order = {(run.key, run.repeat): place for place, run in enumerate(plan.runs())}
     cells = [cell_record(run, order[(run.planned.key, run.planned.repeat)]) for run in runs]
-    merged = suite_document(sorted(cells, key=lambda cell: int(cell["order"])), suite=suites.pop(),
+    merged = suite_document(cells, suite=suites.pop(),
                             shards=sorted({slice_ for shard in shards for slice_ in shard.document["shards"]}),
                             duration_s=max(float(shard.document["duration_s"]) for shard in shards),
                             plan=plan.to_json())
@@ -179,8 +179,10 @@ def _held(shards: list[Shard], plan: Plan) -> dict[tuple[str, int], tuple[Shard,
     return held
 
 
-def _judged(plan: Plan, held: dict[tuple[str, int], tuple[Shard, dict[str, Any]]], out: Path) -> list[CellRun]:
-    """Every run judged again against the plan's cell; refused where a shard recorded another status."""
+def _judged(shards: list[Shard], plan: Plan, held: dict[tuple[str, int], tuple[Shard, dict[str, Any]]],
+            out: Path) -> list[CellRun]:
+    """Every run judged again against the plan's cell, in the plan's order; refused where a shard recorded
+    another status."""
     runs: list[CellRun] = []
     differing: list[str] = []
     by_shard: dict[Path, list[str]] = {}
@@ -199,8 +201,8 @@ def _judged(plan: Plan, held: dict[tuple[str, int], tuple[Shard, dict[str, Any]]
         raise ConfigError(f"chaos merge: {len(differing)} run(s) carry a status their own run does not give, judged "
                           f"from its verdict.json against the plan's cell as `chaos suite` judges it: "
                           f"{_named(differing)}. {EDITED}")
-    for shard in {shard.directory: shard for shard, _ in held.values()}.values():
-        status = worst(by_shard[shard.directory])
+    for shard in shards:
+        status = worst(by_shard.get(shard.directory, []))
         said = (shard.document.get("status"), shard.document.get("exit_code"))
         if said != (status, STATUS_EXIT_CODES[status]):
             raise ConfigError(f"chaos merge: {shard.where} says its status is {str(said[0])[:40]!r} (exit code "

@@ -192,6 +192,6 @@ def read_verdict(run_dir: Path | None) -> dict[str, Any] | None:
         return None
     try:
         loaded: dict[str, Any] = json.loads((run_dir / "verdict.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nesting past the parser's depth
         return None
     return loaded
