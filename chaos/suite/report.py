@@ -1,4 +1,4 @@
-"""A suite's reports, from its runs alone (so `chaos merge` writes them again from shards' suite.json):
+"""A suite's reports, from its runs alone (so `chaos merge` writes them again from the shards' runs):
 
 - suite.json: every run with its cell, expectation, verdict, status, reasons, duration and run dir, the
   counts, and the exit code (the worst cell's); with --repeat, whether each cell's verdicts agreed; and
