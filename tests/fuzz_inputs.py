@@ -1,10 +1,13 @@
 """Hypothesis strategies for what users and workers hand the suite: contract values, target.toml
-files, `-p` values and probe bodies, including the odd ones (NaN, infinity, wrong types, deep nesting)."""
+files, `-p` values, probe bodies and the shard outputs a merge reads, including the odd ones (NaN,
+infinity, wrong types, deep nesting, a value moved or dropped)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+from functools import reduce
 from typing import Any
 
 from hypothesis import strategies as st
@@ -66,3 +69,47 @@ probe_bodies = st.one_of(
         values, max_size=6)),
     st.integers(1, 5000).map(lambda depth: b'{"job": "j", "x": ' + b"[" * depth + b"]" * depth + b"}"),
 )
+
+
+# -- merge inputs: a shard's suite.json or a run's verdict.json, edited ---------------------------------
+
+Place = tuple[str | int, ...]  # the keys and indexes that lead to a value in a JSON document
+report_values = st.one_of(values, st.sampled_from(["pass", "xfail", "fail", "error", "inconclusive", "1/2", "2/2",
+                                                    "3/2", "cells/x/runs/r", "../elsewhere", "sha256:0", 0, 1, 3]))
+
+
+def places(document: Any, at: Place = ()) -> list[Place]:
+    """Every place in a JSON document, the document itself first."""
+    found = [at]
+    items = document.items() if isinstance(document, dict) else enumerate(document) if isinstance(
+        document, list) else []
+    for step, value in items:
+        found += places(value, (*at, step))
+    return found
+
+
+@st.composite
+def edited_json(draw: st.DrawFn, document: Any) -> Any:
+    """`document` with one to three of its places changed as a hand, a tool or a damaged disk might: a value
+    replaced by an odd one or by one a report could hold, or a key or an item dropped."""
+    changed = copy.deepcopy(document)
+    for _ in range(draw(st.integers(1, 3))):
+        place = draw(st.sampled_from(places(changed)))
+        dropping = bool(place) and draw(st.booleans())
+        value = None if dropping else draw(report_values)
+        if not place:
+            changed = value
+            continue
+        parent = reduce(lambda node, step: node[step], place[:-1], changed)
+        if dropping:
+            del parent[place[-1]]
+        else:
+            parent[place[-1]] = value
+    return changed
+
+
+def edited_file(document: Any) -> st.SearchStrategy[bytes]:
+    """A JSON file of `document` as a merge may find it: edited, or not JSON at all (bytes that are not
+    UTF-8, nesting past any parser's depth)."""
+    return st.one_of(edited_json(document).map(lambda changed: json.dumps(changed, allow_nan=True).encode()),
+                     st.binary(max_size=64), st.integers(1, 5000).map(lambda depth: b"[" * depth + b"]" * depth))

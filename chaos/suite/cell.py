@@ -1,17 +1,43 @@
 """A suite's cell: one target variant (its -p and -c overrides) on one scenario variant (its -s choices),
 with the verdict it must give and what else its verdict must show; and one planned run of it (a seed, a
-repeat), keyed so that shards, merges and stored durations agree on which run is which."""
+repeat), keyed so that shards, merges and stored durations agree on which run is which. A cell's JSON
+form is what a shard's plan records of it, read back by a merge from a file it did not write."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from chaos.check.verdict import EXIT_CODES
 from chaos.names import id_part
 
 VERDICTS = ("pass", "fail", "inconclusive")  # what a cell may be expected to give (an error never is)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+# What the JSON of each kind of field a Cell declares must be.
+_JSON_KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "str": (lambda value: isinstance(value, str), "a string"),
+    "str | None": (lambda value: value is None or isinstance(value, str), "a string or null"),
+    "bool": (lambda value: isinstance(value, bool), "true or false"),
+    "float | None": (lambda value: value is None or _number(value), "a number or null"),
+    "tuple[str, ...]": (_strings, "a list of strings"),
+    "tuple[str, ...] | None": (lambda value: value is None or _strings(value), "a list of strings or null"),
+    "dict[str, int]": (lambda value: isinstance(value, dict) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value.values()), "a table of whole numbers"),
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +62,35 @@ class Cell:
     # Why this variant's answer stands for the plain target's on the scenario (which then gets no pass cell):
     # a setting the answer needs to be the same on every machine, such as a longer lease.
     instead_of_default: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields that differ from their defaults, in JSON's types."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        defaults = Cell(self.target, self.scenario)
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in fields.items()
+                if name in ("target", "scenario") or value != getattr(defaults, name)}
+
+    @classmethod
+    def from_json(cls, raw: object) -> Cell:
+        """The cell `to_json` gave; ValueError naming the first field that is not of its kind."""
+        if not isinstance(raw, dict):
+            raise ValueError(f"a cell is {str(raw)[:80]!r}, not a table")
+        declared = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(raw) - set(declared))
+        if unknown or "target" not in raw or "scenario" not in raw:
+            raise ValueError(f"a cell of fields {sorted(raw)[:20]}; expected target, scenario and among "
+                             f"{', '.join(declared)}")
+        values: dict[str, Any] = {}
+        for name, value in raw.items():
+            fits, kind = _JSON_KINDS[str(declared[name].type)]
+            if not fits(value):
+                raise ValueError(f"the cell {raw['target']!r} x {raw['scenario']!r} has {name} = {str(value)[:80]}, "
+                                 f"not {kind}")
+            values[name] = tuple(value) if isinstance(value, list) else float(value) if _number(value) else value
+        if values.get("verdict", "pass") not in VERDICTS:
+            raise ValueError(f"the cell {raw['target']!r} x {raw['scenario']!r} expects the verdict "
+                             f"{values['verdict']!r}, not one of {', '.join(VERDICTS)}")
+        return cls(**values)
 
     @property
     def variant(self) -> str:

@@ -9,6 +9,9 @@ A cell's status in the suite:
 - `error`: the harness, the target's code or the run itself broke (no verdict, or an `error` verdict);
 - `xfail`: the one deviation a cell forgives: no recovery at all where it names a known bug of the server
   (`server_bug`), otherwise its known answer exactly.
+
+`chaos suite` judges each run as it ends, and `chaos merge` judges it again from the shard's files with
+the same code (`judge_run`), after checking that what it reads is what this code can read (`unreadable`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,49 @@ def judge_cell(cell: Cell, verdict: dict[str, Any] | None, exit_code: int, outpu
             and not _differences(replace(cell, min_recovery_s=None), verdict, exit_code)):
         return Outcome("xfail", [f"no recovery at all: {cell.server_bug}"])  # otherwise its known answer
     return Outcome("fail" if reasons else "pass", reasons)
+
+
+def judge_run(cell: Cell, verdict: dict[str, Any] | None, exit_code: int, output: str = "",
+              left_behind: tuple[int, ...] = ()) -> Outcome:
+    """`judge_cell`, and a run that left processes behind (their pids) is an error whatever its verdict:
+    cleanup is part of correctness."""
+    outcome = judge_cell(cell, verdict, exit_code, output)
+    if not left_behind:
+        return outcome
+    return Outcome("error", [f"the run left {len(left_behind)} process(es) behind after it ended: "
+                             + ", ".join(f"pid {pid}" for pid in left_behind)] + outcome.reasons)
+
+
+def unreadable(verdict: object) -> str | None:
+    """What in a verdict.json from elsewhere (a shard's artifact) `judge_cell` could not read, or None."""
+    if not isinstance(verdict, dict):
+        return f"it holds {type(verdict).__name__}, not a table"
+    lists = {"violations": "kind", "faults": "id", "anomalies": "kind"}
+    for name, key in lists.items():
+        items = verdict.get(name) or []
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            return f"its {name} are {str(items)[:80]}, not a list of tables each with its {key}"
+    for violation in verdict.get("violations") or []:
+        witness = violation.get("witness") or []
+        if not isinstance(witness, list) or not all(isinstance(entry, dict) for entry in witness):
+            return f"the witness of its violation {str(violation.get('kind'))[:40]} is not a list of events"
+    if not all(anomaly.get("exposure_s") is None or _number(anomaly.get("exposure_s"))
+               for anomaly in verdict.get("anomalies") or []):
+        return "an anomaly's exposure_s is not a number"
+    notes = verdict.get("notes") or []
+    if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
+        return f"its notes are {str(notes)[:80]}, not a list of strings"
+    if not isinstance(verdict.get("counts") or {}, dict):
+        return f"its counts are {str(verdict.get('counts'))[:80]}, not a table"
+    recovery = verdict.get("recovery") or {}
+    if not isinstance(recovery, dict) or (recovery.get("jobs") and not (
+            _number(recovery.get("max_s")) and _number(recovery.get("min_s")))):
+        return f"its recovery is {str(recovery)[:80]}, not a table with the slowest and fastest (max_s, min_s)"
+    return None
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def worst(statuses: list[str]) -> str:

@@ -1,7 +1,8 @@
-"""A suite's reports, from its runs alone (so `chaos merge` writes them again from shards' suite.json):
+"""A suite's reports, from its runs alone (so `chaos merge` writes them again from the shards' runs):
 
 - suite.json: every run with its cell, expectation, verdict, status, reasons, duration and run dir, the
-  counts, and the exit code (the worst cell's); with --repeat, whether each cell's verdicts agreed;
+  counts, and the exit code (the worst cell's); with --repeat, whether each cell's verdicts agreed; and
+  the whole suite's plan (chaos.suite.plan), which a merge checks its shards against;
 - junit.xml: one test case per run. A wrong answer is a <failure> naming each reason, violation and the
   reproduce line; a harness error is an <error type="harness">, an inconclusive run an
   <error type="inconclusive"> (never a pass); a forgiven server bug is <skipped type="xfail">;
@@ -43,21 +44,24 @@ def cell_record(run: CellRun, order: int) -> dict[str, Any]:
         "expected": {"verdict": cell.verdict, "violation": cell.violation},
         "verdict": verdict.get("verdict"), "status": run.outcome.status, "reasons": run.outcome.reasons,
         "exit_code": run.exit_code, "duration_s": round(run.duration_s, 3), "run_dir": run.run_dir,
-        "shared_server": run.shared_server, "reproduce": verdict.get("reproduce"),
+        "shared_server": run.shared_server, "left_behind": list(run.left_behind),
+        "reproduce": verdict.get("reproduce"),
         "violations": [{"kind": v.get("kind"), "job": v.get("job"), "message": v.get("message")}
                        for v in verdict.get("violations") or []],
         "recovery": {k: v for k, v in (verdict.get("recovery") or {}).items() if k != "jobs"},
     }
 
 
-def suite_document(cells: list[dict[str, Any]], *, suite: str, shards: list[str], duration_s: float) -> dict[str, Any]:
-    """suite.json's content: the runs, their counts, the worst status and its exit code."""
+def suite_document(cells: list[dict[str, Any]], *, suite: str, shards: list[str], duration_s: float,
+                   plan: dict[str, Any]) -> dict[str, Any]:
+    """suite.json's content: the runs, their counts, the worst status and its exit code, and the plan."""
     status = worst([str(cell["status"]) for cell in cells])
     counts = Counter(str(cell["status"]) for cell in cells)
     return {
         "schema": SCHEMA, "suite": suite, "shards": shards, "duration_s": round(duration_s, 3),
         "status": status, "exit_code": STATUS_EXIT_CODES[status],
         "counts": {name: counts.get(name, 0) for name in STATUSES}, "stability": stability(cells), "cells": cells,
+        "plan": plan,
     }
 
 

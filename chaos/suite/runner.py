@@ -29,7 +29,7 @@ from chaos.leftovers import run_processes
 from chaos.procs import die_with_parent
 from chaos.runtime.run import RunOptions, prepare
 from chaos.suite.cell import Cell, Planned
-from chaos.suite.expect import Outcome, judge_cell
+from chaos.suite.expect import Outcome, judge_run
 from chaos.suite.progress import Progress
 from chaos.suite.shared import SharedServers, shareable
 
@@ -47,6 +47,7 @@ class CellRun:
     run_dir: str | None
     verdict: dict[str, Any] | None
     shared_server: bool
+    left_behind: tuple[int, ...] = ()  # the pids of processes the run left behind after it ended
 
 
 def preflight(cells: list[Cell]) -> None:
@@ -136,14 +137,12 @@ class SuiteRunner:
         code = self._spawn(argv, env, output)
         made = sorted(p for p in runs.iterdir() if p.is_dir() and p not in earlier)
         run_dir = made[-1] if made else None
-        verdict = _verdict(run_dir)
-        outcome = judge_cell(cell, verdict, code, output.read_text(errors="replace"))
+        verdict = read_verdict(run_dir)
         left = run_processes(run_dir) if run_dir is not None and (run_dir / "ledger.sqlite").exists() else []
-        if left:  # cleanup is part of correctness: a run that leaves a process behind is a broken run
-            outcome = Outcome("error", [f"the run left {len(left)} process(es) behind after it ended: "
-                                        + ", ".join(f"pid {p.pid}" for p in left)] + outcome.reasons)
+        left_behind = tuple(process.pid for process in left)
+        outcome = judge_run(cell, verdict, code, output.read_text(errors="replace"), left_behind)
         relative = str(run_dir.relative_to(self.out)) if run_dir is not None else None
-        return CellRun(planned, outcome, code, time.monotonic() - began, relative, verdict, shared)
+        return CellRun(planned, outcome, code, time.monotonic() - began, relative, verdict, shared, left_behind)
 
     def _spawn(self, argv: list[str], env: dict[str, str], output: Path) -> int:
         """One run, in a session of its own: a terminal's Ctrl-C reaches the suite alone, which stops each
@@ -187,11 +186,12 @@ class SuiteRunner:
                 f"{planned.cell.scenario_variant} seed {planned.seed}{repeat} ({result.duration_s:.1f}s){why}")
 
 
-def _verdict(run_dir: Path | None) -> dict[str, Any] | None:
+def read_verdict(run_dir: Path | None) -> dict[str, Any] | None:
+    """The run's verdict.json; None where it wrote none (or none that parses)."""
     if run_dir is None:
         return None
     try:
         loaded: dict[str, Any] = json.loads((run_dir / "verdict.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nesting past the parser's depth
         return None
     return loaded

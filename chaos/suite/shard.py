@@ -4,18 +4,22 @@ Runs are keyed by target x params x contract x scenario x scenario params x seed
 repeat of a key lands in one shard. Without stored durations the sorted keys are dealt round-robin;
 with them (a suite.json of an earlier run or merge, `--durations`), each key goes, longest first, to the
 shard with the least work so far, so shards end together. Either way every machine computes the same
-split from the same inputs, and the N slices cover the suite exactly once.
+split from the same inputs, and the N slices cover the suite exactly once. The durations are an input
+that can differ between machines (a CI cache hit on one, a miss on another): each shard records its
+dealing and the digest of the durations it used (chaos.suite.plan), and a merge refuses shards dealt
+differently.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
 
 from chaos.errors import ConfigError
-from chaos.suite.cell import Planned
 
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
@@ -44,25 +48,28 @@ def load_durations(path: Path) -> dict[str, float]:
     return {key: statistics.fmean(times) for key, times in seen.items()}
 
 
-def select(planned: list[Planned], shard: tuple[int, int], durations: dict[str, float] | None = None) -> list[Planned]:
-    """The runs of shard K of N, in the suite's own order."""
-    index, count = shard
-    keys = sorted({run.key for run in planned})
+def durations_digest(durations: dict[str, float]) -> str:
+    """What names stored durations in a plan: two machines with one digest dealt their keys alike."""
+    text = json.dumps(sorted(durations.items()), separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def deal(keys: Iterable[str], count: int, durations: dict[str, float] | None = None) -> dict[str, int]:
+    """Each run key's shard (1 to `count`)."""
+    ordered = sorted(set(keys))
     if durations:
-        mine = _balanced(keys, count, durations)[index - 1]
-    else:
-        mine = {key for position, key in enumerate(keys) if position % count == index - 1}
-    return [run for run in planned if run.key in mine]
+        return _balanced(ordered, count, durations)
+    return {key: position % count + 1 for position, key in enumerate(ordered)}
 
 
-def _balanced(keys: list[str], count: int, durations: dict[str, float]) -> list[set[str]]:
+def _balanced(keys: list[str], count: int, durations: dict[str, float]) -> dict[str, int]:
     """Longest first, each key to the shard with the least stored time so far (ties: the lower shard);
     a key with no stored time counts the median of those known."""
     typical = statistics.median(durations.values())
-    shards: list[set[str]] = [set() for _ in range(count)]
+    dealt: dict[str, int] = {}
     loads = [0.0] * count
     for key in sorted(keys, key=lambda key: (-durations.get(key, typical), key)):
         lightest = min(range(count), key=lambda shard: (loads[shard], shard))
-        shards[lightest].add(key)
+        dealt[key] = lightest + 1
         loads[lightest] += durations.get(key, typical)
-    return shards
+    return dealt

@@ -1,5 +1,6 @@
 """Fuzzed target.toml files and `-p` values through the real CLI: every run ends with an exit code of
-0 to 4, never a traceback, never a hang, never NaN or Infinity in a report."""
+0 to 4, never a traceback, never a hang, never NaN or Infinity in a report; and fuzzed shard outputs
+through `chaos merge`: an exit code, never a traceback, never 0 for a suite with a failing run."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from hypothesis import strategies as st
 
 from chaos.discovery import bundled
 from chaos.leftovers import run_processes
-from tests.fuzz_inputs import target_tomls
+from chaos.suite.cell import Cell
+from tests.fuzz_inputs import edited_file, target_tomls
 from tests.integration.runner import chaos
+from tests.suite_shards import losing, write_shards
 
 NOTHING = '"""Does nothing: the run is the backend, the sink and the snapshot."""\n\nFAULTS = ()\n\n\ndef run(ctx):\n' \
           "    ctx.enqueue(1)\n"
@@ -47,3 +50,22 @@ def test_any_target_toml_and_p_value_ends_with_an_exit_code_not_a_traceback(toml
         if result.run_dir is not None and (result.run_dir / "verdict.json").exists():
             json.loads((result.run_dir / "verdict.json").read_text(), parse_constant=refuse_constant)
             assert not run_processes(result.run_dir)
+
+
+LOSES = Cell("a", "s")  # its run loses a job where it must pass: no merge of its shards may exit 0
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_any_edit_of_a_shards_output_ends_merged_with_an_exit_code_not_a_traceback(data: st.DataObject) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        shards = write_shards(root, (LOSES, Cell("b", "s"), Cell("c", "s", "fail", "stuck")), 2, losing(LOSES))
+        files = [shard / "suite.json" for shard in shards] + sorted(root.glob("shard*/cells/*/runs/*/verdict.json"))
+        edited = data.draw(st.sampled_from(files))
+        edited.write_bytes(data.draw(edited_file(json.loads(edited.read_text()))))
+        result = chaos("merge", *map(str, shards), "--out", str(root / "merged"), runs_dir=root, timeout=60)
+    assert result.code in (1, 2, 3, 4), result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    if result.code == 2:
+        assert result.stderr.startswith("chaos: chaos merge: ") and result.stderr.count("\n") == 1, result.stderr

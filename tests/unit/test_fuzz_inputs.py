@@ -1,6 +1,6 @@
-"""Whatever a user or a worker hands the suite (contract values, target.toml, `-p` values, probe bodies)
-ends as a value the checker can judge or as the suite's own error: never another exception, never a
-non-finite number."""
+"""Whatever a user or a worker hands the suite (contract values, target.toml, `-p` values, probe bodies,
+the shard outputs a merge reads) ends as a value the checker can judge or as the suite's own error:
+never another exception, never a non-finite number, never a merge that passes a failing run."""
 
 from __future__ import annotations
 
@@ -17,8 +17,11 @@ from chaos import events
 from chaos.contract import Contract
 from chaos.errors import ConfigError
 from chaos.runtime import probe_schema
+from chaos.suite.cell import Cell
+from chaos.suite.merge import merge
 from chaos.target import load_target
-from tests.fuzz_inputs import contracts, probe_bodies, target_tomls
+from tests.fuzz_inputs import contracts, edited_file, probe_bodies, target_tomls
+from tests.suite_shards import losing, write_shards
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -67,3 +70,45 @@ def test_a_probe_body_parses_into_judgeable_fields_or_is_refused(point: str, bod
         return
     assert isinstance(probe["job"], str) and probe["job"]
     json.dumps(probe, allow_nan=False)
+
+
+SHARDED = (Cell("a", "s"), Cell("b", "s", counts={"lost": 0}), Cell("c", "s", "fail", "stuck", max_recovery_s=2.0),
+           Cell("d", "s"))
+LOSES = SHARDED[0]  # its runs lose a job where they must pass (and c's pass where they must show stuck)
+MERGES = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # files each
+
+
+def merged_or_refused(shards: list[Path], out: Path) -> dict[str, Any] | None:
+    """The merged document, or None where the merge refused with one paragraph (exit 2)."""
+    try:
+        return merge(shards, out)
+    except ConfigError as exc:
+        assert str(exc).startswith("chaos merge: ") and "\n" not in str(exc), str(exc)
+        return None
+
+
+@MERGES
+@given(st.data())
+def test_no_edit_of_a_shards_suite_json_merges_a_failing_run_to_a_pass(data: st.DataObject) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        shards = write_shards(Path(folder), SHARDED, 2, losing(LOSES), seeds=(1, 2))
+        shard = data.draw(st.sampled_from(shards))
+        document = json.loads((shard / "suite.json").read_text())
+        (shard / "suite.json").write_bytes(data.draw(edited_file(document)))
+        merged = merged_or_refused(shards, Path(folder) / "merged")
+    assert merged is None or merged["exit_code"] != 0, "a failing run hidden by an edit"
+
+
+@MERGES
+@given(st.data())
+def test_an_edited_verdict_json_is_judged_as_recorded_or_refused(data: st.DataObject) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        shards = write_shards(Path(folder), SHARDED, 2, losing(LOSES), seeds=(1, 2))
+        written = [json.loads((shard / "suite.json").read_text()) for shard in shards]
+        recorded = {cell["key"]: cell["status"] for document in written for cell in document["cells"]}
+        run = data.draw(st.sampled_from([shard / cell["run_dir"] / "verdict.json"
+                                         for shard, document in zip(shards, written, strict=True)
+                                         for cell in document["cells"]]))
+        run.write_bytes(data.draw(edited_file(json.loads(run.read_text()))))
+        merged = merged_or_refused(shards, Path(folder) / "merged")
+    assert merged is None or {cell["key"]: cell["status"] for cell in merged["cells"]} == recorded

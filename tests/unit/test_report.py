@@ -237,7 +237,7 @@ def test_suite_page_links_each_cell_to_its_run_and_lists_what_went_wrong(tmp_pat
                   reasons=["expected PASS, got FAIL (exit code 1) with lost"],
                   violations=[{"kind": "lost", "job": "job-1", "message": "enqueued but <never> effected"}]),
              cell("q_bad", "kill", "error", None, verdict=None, reasons=["the run never started"])]
-    document = suite_document(cells, suite="chaos.toml", shards=[], duration_s=3.0)
+    document = suite_document(cells, suite="chaos.toml", shards=[], duration_s=3.0, plan={})  # no merge reads it
     write_suite_reports(tmp_path, document)
     page = (tmp_path / "report.html").read_text()
     assert page == render_suite(document)

@@ -4,6 +4,8 @@ cell, splitting into shards, and the suite's reports (exit code, JUnit, the step
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -15,10 +17,13 @@ from chaos.known_answers import bundled_scenarios, load, matrix_file
 from chaos.suite.cell import Cell, Planned
 from chaos.suite.expect import Outcome, judge_cell, worst
 from chaos.suite.merge import merge
+from chaos.suite.plan import Plan
 from chaos.suite.report import cell_record, junit, markdown, suite_document, write_suite_reports
 from chaos.suite.runner import CellRun
-from chaos.suite.shard import parse_shard, select
-from chaos.suite.spec import find_suite_file, load_suite, parse_seeds, parse_seeds_text
+from chaos.suite.shard import deal, parse_shard
+from chaos.suite.spec import Suite, find_suite_file, load_suite, parse_seeds, parse_seeds_text
+from tests.suite_shards import edit, holder, record, write_shards
+from tests.suite_shards import verdict as shards_verdict
 
 # -- suite files ---------------------------------------------------------------------------------
 
@@ -202,16 +207,18 @@ def test_a_suites_status_is_its_worst_cells() -> None:
 def test_shards_cover_every_run_once_and_keep_repeats_together() -> None:
     cells = tuple(Cell(f"t{i}", "s") for i in range(7))
     planned = [Planned(cell, seed, repeat) for cell in cells for seed in (1, 2) for repeat in (1, 2)]
-    slices = [select(planned, (k, 3)) for k in (1, 2, 3)]
+    dealt = deal((p.key for p in planned), 3)
+    slices = [[p for p in planned if dealt[p.key] == k] for k in (1, 2, 3)]
     assert sorted(p.run_key for s in slices for p in s) == sorted(p.run_key for p in planned)
     assert all(len({p.key for p in s} & {p.key for p in t}) == 0 for s in slices for t in slices if s is not t)
-    assert select(planned, (2, 3)) == slices[1], "every machine computes the same split"
+    assert deal(reversed([p.key for p in planned]), 3) == dealt, "every machine computes the same split"
 
 
 def test_stored_durations_balance_the_shards() -> None:
     planned = [Planned(Cell(f"t{i}", "s"), 1) for i in range(6)]
     durations = {p.key: d for p, d in zip(planned, [10.0, 9.0, 1.0, 1.0, 1.0, 1.0], strict=True)}
-    loads = [sum(durations[p.key] for p in select(planned, (k, 2), durations)) for k in (1, 2)]
+    dealt = deal((p.key for p in planned), 2, durations)
+    loads = [sum(durations[p.key] for p in planned if dealt[p.key] == k) for k in (1, 2)]
     assert sorted(loads) == [11.0, 12.0]
 
 
@@ -230,11 +237,11 @@ def run(cell: Cell, status: str, seed: int = 1, repeat: int = 1, got: str = "pas
     return CellRun(Planned(cell, seed, repeat), outcome, 0, 1.5, f"cells/{cell.id}", verdict(got), False)
 
 
-def document(*runs: CellRun, shards: list[str] | None = None, order: list[CellRun] | None = None) -> dict[str, Any]:
-    """suite.json's document of `runs`, each placed where it is in `order` (the whole suite's; else `runs`)."""
-    place = {id(r): i for i, r in enumerate(order or runs)}
-    return suite_document([cell_record(r, place[id(r)]) for r in runs], suite="chaos.toml",
-                          shards=shards or [], duration_s=3.0)
+def document(*runs: CellRun) -> dict[str, Any]:
+    """suite.json's document of `runs`, in their order, of the suite of their cells."""
+    suite = Suite(Path("chaos.toml"), tuple({r.planned.cell.id: r.planned.cell for r in runs}.values()))
+    return suite_document([cell_record(r, i) for i, r in enumerate(runs)], suite="chaos.toml", shards=[],
+                          duration_s=3.0, plan=Plan.of(suite, 1, None).to_json())
 
 
 def test_the_suite_report_counts_statuses_and_takes_the_worst_exit_code() -> None:
@@ -273,31 +280,164 @@ def test_write_appends_to_githubs_step_summary(tmp_path: Path, monkeypatch: pyte
     assert ET.parse(tmp_path / "junit.xml").getroot().get("tests") == "1"
 
 
+STUCK_AS_IT_MUST, LOSES = Cell("t2", "s", "fail", "stuck"), Cell("t3", "s")
+CELLS = (Cell("t0", "s"), Cell("t1", "s"), STUCK_AS_IT_MUST, LOSES, Cell("t4", "s"))
+
+
+def answers(run: Planned) -> dict[str, Any]:
+    """Every run gives its cell's answer."""
+    if run.cell == STUCK_AS_IT_MUST:
+        return shards_verdict("fail", "stuck", seed=run.seed)
+    return shards_verdict(seed=run.seed)
+
+
+def fails_t3(run: Planned) -> dict[str, Any]:
+    """Every run gives its cell's answer but t3's, which loses a job where it must pass."""
+    return shards_verdict("fail", "lost", seed=run.seed) if run.cell == LOSES else answers(run)
+
+
 def test_merged_shards_equal_the_whole_and_overlap_is_refused(tmp_path: Path) -> None:
-    runs = [run(Cell(f"t{i}", "s"), "fail" if i == 3 else "pass") for i in range(5)]
-    whole = document(*runs)
-    for k in (1, 2):
-        mine = {p.key for p in select([r.planned for r in runs], (k, 2))}
-        shard = tmp_path / f"shard{k}"
-        shard.mkdir()
-        write_suite_reports(shard, document(*[r for r in runs if r.planned.key in mine], shards=[f"{k}/2"],
-                                            order=runs))
-    merged = merge([tmp_path / "shard1", tmp_path / "shard2"], tmp_path / "merged")
+    whole = json.loads((write_shards(tmp_path, CELLS, 0, fails_t3)[0] / "suite.json").read_text())
+    assert whole["status"] == "fail" and whole["counts"]["fail"] == 1
+    shard1, shard2 = write_shards(tmp_path, CELLS, 2, fails_t3)
+    merged = merge([shard1, shard2], tmp_path / "merged")
     in_order = [(c["key"], c["status"], c["verdict"]) for c in merged["cells"]]
     assert in_order == [(c["key"], c["status"], c["verdict"]) for c in whole["cells"]], "as one machine ran them"
     assert merged["exit_code"] == whole["exit_code"] == 1 and merged["shards"] == ["1/2", "2/2"]
     assert all(c["run_dir"].startswith("../shard") for c in merged["cells"])
     assert json.loads((tmp_path / "merged" / "suite.json").read_text())["counts"] == whole["counts"]
+    assert merged["plan"]["digest"] == whole["plan"]["digest"]
     with pytest.raises(ConfigError, match="do not make up the whole suite: missing 2/2; given twice 1/2"):
-        merge([tmp_path / "shard1", tmp_path / "shard1"], tmp_path / "again")
+        merge([shard1, shard1], tmp_path / "again")
     with pytest.raises(ConfigError, match=r"do not make up the whole suite: missing 2/2\. A missing shard's runs"):
-        merge([tmp_path / "shard1"], tmp_path / "alone")  # a shard whose machine wrote nothing
+        merge([shard1], tmp_path / "alone")  # a shard whose machine wrote nothing
     with pytest.raises(ConfigError, match="already holds a suite's reports"):
-        merge([tmp_path / "shard1", tmp_path / "shard2"], tmp_path / "merged")
+        merge([shard1, shard2], tmp_path / "merged")
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "suite.json").write_text('{"schema": "queue-chaos/suite/1", "cells": [{}]}')
     with pytest.raises(ConfigError, match="is no suite report"):
         merge([tmp_path / "bad"], tmp_path / "never")
+
+
+def refused(dirs: list[Path], out: Path, *phrases: str) -> str:
+    """The one-paragraph refusal of a merge, holding each phrase; nothing written."""
+    with pytest.raises(ConfigError) as caught:
+        merge(dirs, out)
+    message = str(caught.value)
+    assert all(phrase in message for phrase in phrases), message
+    assert "\n" not in message and not out.exists()
+    return message
+
+
+@pytest.mark.parametrize("forged", ["pass", "xfail"])
+def test_a_status_its_run_does_not_give_is_refused_naming_the_run(tmp_path: Path, forged: str) -> None:
+    shard1, shard2 = write_shards(tmp_path, CELLS, 2, fails_t3)
+    losing = holder([shard1, shard2], "t3-s-seed1")
+    edit(losing, lambda doc: record(doc, "t3-s-seed1").update(status=forged))
+    refused([shard1, shard2], tmp_path / "merged", f"{losing / 'suite.json'}: t3-s-seed1 says {forged}, judged again "
+            "fail (expected PASS, got FAIL (exit code 1) with lost)")
+    # the record's verdict edited as well: the run dir's verdict.json is the run's word
+    edit(losing, lambda doc: record(doc, "t3-s-seed1").update(verdict="pass", violations=[], exit_code=0))
+    refused([shard1, shard2], tmp_path / "merged", "t3-s-seed1 says", "judged again fail")
+
+
+def test_a_shards_own_status_and_exit_code_are_computed_never_believed(tmp_path: Path) -> None:
+    shard1, shard2 = write_shards(tmp_path, CELLS, 2, fails_t3)
+    edit(holder([shard1, shard2], "t3-s-seed1"), lambda doc: doc.update(status="pass", exit_code=0))
+    refused([shard1, shard2], tmp_path / "merged", "says its status is 'pass' (exit code 0), but its runs, judged "
+            "again, make fail (exit code 1)")
+
+
+@pytest.mark.parametrize("status", [None, "bogus", 1])
+def test_a_run_with_no_or_an_unknown_status_is_refused(tmp_path: Path, status: object) -> None:
+    shard1, shard2 = write_shards(tmp_path, CELLS, 2, answers)
+    if status is None:
+        edit(shard1, lambda doc: doc["cells"][0].pop("status"))
+    else:
+        edit(shard1, lambda doc: doc["cells"][0].update(status=status))
+    found = "no status" if status is None else f"status = {str(status)!r}"
+    refused([shard1, shard2], tmp_path / "merged", f"the run t0-s-seed1 has {found}; expected one of pass, xfail, "
+            "inconclusive, fail, error")
+
+
+def test_a_run_that_left_processes_behind_stays_an_error(tmp_path: Path) -> None:
+    shard1, shard2 = write_shards(tmp_path, CELLS, 2, answers)
+
+    def left(doc: dict[str, Any]) -> None:
+        doc["cells"][0].update(left_behind=[4242], status="error")
+        doc.update(status="error", exit_code=3)
+
+    edit(shard1, left)
+    merged = merge([shard1, shard2], tmp_path / "merged")
+    assert merged["exit_code"] == 3 and "pid 4242" in merged["cells"][0]["reasons"][0]
+    edit(shard1, lambda doc: doc["cells"][0].update(left_behind=[]))  # the pids gone, the status kept
+    refused([shard1, shard2], tmp_path / "again", "says error, judged again pass")
+
+
+def test_a_run_dir_elsewhere_missing_or_of_another_run_is_refused(tmp_path: Path) -> None:
+    shard1, shard2 = write_shards(tmp_path, CELLS, 2, answers, seeds=(1, 2))
+    key = json.loads((shard1 / "suite.json").read_text())["cells"][0]["key"]
+    edit(shard1, lambda doc: doc["cells"][0].update(run_dir="../../elsewhere"))
+    refused([shard1, shard2], tmp_path / "merged", "names the run dir '../../elsewhere'", "where `chaos suite` puts")
+    shard1, shard2 = write_shards(tmp_path / "b", CELLS, 2, answers, seeds=(1, 2))
+    run_dir = shard1 / json.loads((shard1 / "suite.json").read_text())["cells"][0]["run_dir"]
+    (run_dir / "verdict.json").write_text(json.dumps(shards_verdict(seed=7)))
+    refused([shard1, shard2], tmp_path / "merged", "cannot be judged: it is the verdict of seed 7")
+    (run_dir / "verdict.json").write_text('{"verdict": "pass", "violations": {"kind": "lost"}}')
+    refused([shard1, shard2], tmp_path / "merged", "cannot be judged: its violations are")
+    (run_dir / "verdict.json").unlink()  # no verdict: the run is an error, whatever its record says
+    refused([shard1, shard2], tmp_path / "merged", "says pass, judged again error (the run wrote no verdict")
+    shutil.rmtree(run_dir)
+    refused([shard1, shard2], tmp_path / "merged", f"the run dir of {key}", "is missing", "whole --out directory")
+
+
+def test_every_run_of_the_plan_must_be_in_the_shard_it_was_dealt_to(tmp_path: Path) -> None:
+    shard1, shard2 = write_shards(tmp_path, CELLS, 2, fails_t3)
+    emptied = json.loads((shard2 / "suite.json").read_text())["cells"]
+    edit(shard2, lambda doc: doc.update(cells=[], status="pass", exit_code=0, counts={}))
+    refused([shard1, shard2], tmp_path / "merged", f"{len(emptied)} of the plan's 5 runs ran in no shard given",
+            *(f"{cell['key']} (dealt to 2/2)" for cell in emptied))
+    shard1, shard2 = write_shards(tmp_path / "b", CELLS, 2, answers)
+    moved = json.loads((shard2 / "suite.json").read_text())["cells"][0]
+    edit(shard1, lambda doc: doc["cells"].append(moved))
+    refused([shard1, shard2], tmp_path / "merged", f"holds {moved['key']}, which its plan deals to shard 2/2")
+
+
+def test_shards_of_different_plans_are_refused(tmp_path: Path) -> None:
+    shard1, _ = write_shards(tmp_path / "new", CELLS, 2, fails_t3)
+    _, older = write_shards(tmp_path / "old", CELLS[:1], 2)  # an older suite file: one cell, nothing for 2/2
+    assert json.loads((older / "suite.json").read_text())["cells"] == []
+    refused([shard1, older], tmp_path / "merged", "planned from different suites", "(5 cells, 5 run keys)",
+            "(1 cells, 1 run keys)")
+    shard1, shard2 = write_shards(tmp_path / "answer", CELLS, 2, fails_t3)
+    edit(shard2, lambda doc: doc["plan"]["cells"][3].update(verdict="fail", violation="lost"))
+    refused([shard1, shard2], tmp_path / "merged", "its plan's digest", "the plan was edited")
+    edit(shard2, lambda doc: doc.pop("plan"))
+    refused([shard1, shard2], tmp_path / "merged", "records no plan", "older queue-chaos")
+
+
+def test_shards_dealt_by_other_durations_are_refused_naming_the_runs_none_ran(tmp_path: Path) -> None:
+    cells = (Cell("a", "s"), Cell("b", "s"), Cell("c", "s"))
+    by_time, _ = write_shards(tmp_path / "hit", cells, 2, durations={"c-s-seed1": 10.0, "a-s-seed1": 1.0})
+    _, round_robin = write_shards(tmp_path / "miss", cells, 2)
+    assert [c["key"] for c in json.loads((by_time / "suite.json").read_text())["cells"]] == ["c-s-seed1"]
+    assert [c["key"] for c in json.loads((round_robin / "suite.json").read_text())["cells"]] == ["b-s-seed1"]
+    refused([by_time, round_robin], tmp_path / "merged", "dealt the suite's runs differently",
+            "by the --durations of digest sha256:", "round-robin, without --durations",
+            "run keys no shard ran: a-s-seed1; run twice: none", "Give every shard the same --durations file")
+
+
+def test_a_cell_reads_back_from_its_json_or_is_refused() -> None:
+    every = Cell("t", "s", "fail", "stuck", ("a=1",), 2.0, {"lost": 0}, ("claim", "kill"), ("lease_s=3",), "rule",
+                 ("n=2",), ("stale_ack_accepted",), 1.0, "bug", False, "docker", "image", "why")
+    assert Cell.from_json(json.loads(json.dumps(every.to_json()))) == every
+    assert Cell("t", "s").to_json() == {"target": "t", "scenario": "s"}
+    for bad, phrase in [({"target": "t", "scenario": "s", "counts": {"lost": "0"}}, "not a table of whole numbers"),
+                        ({"target": "t", "scenario": "s", "verdict": "error"}, "expects the verdict 'error'"),
+                        ({"target": "t"}, "expected target, scenario"), ([], "not a table"),
+                        ({"target": "t", "scenario": "s", "max_recovery_s": True}, "not a number or null")]:
+        with pytest.raises(ValueError, match=re.escape(phrase)):
+            Cell.from_json(bad)
 
 
 def test_a_cell_listed_twice_is_refused(tmp_path: Path) -> None:
