@@ -26,7 +26,7 @@ from chaos.suite.expect import STATUS_EXIT_CODES, STATUSES, worst
 from chaos.suite.html import render_suite
 from chaos.suite.runner import CellRun
 
-SCHEMA = "queue-chaos/suite/1"
+SCHEMA = "queue-chaos/suite/2"
 STEP_SUMMARY_CAP = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
 MARKS = {"pass": "✅", "xfail": "☑️", "inconclusive": "⚠️", "fail": "❌", "error": "💥"}
 

@@ -314,7 +314,7 @@ def test_merged_shards_equal_the_whole_and_overlap_is_refused(tmp_path: Path) ->
     with pytest.raises(ConfigError, match="already holds a suite's reports"):
         merge([shard1, shard2], tmp_path / "merged")
     (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "suite.json").write_text('{"schema": "queue-chaos/suite/1", "cells": [{}]}')
+    (tmp_path / "bad" / "suite.json").write_text('{"schema": "queue-chaos/suite/2", "cells": [{}]}')
     with pytest.raises(ConfigError, match="is no suite report"):
         merge([tmp_path / "bad"], tmp_path / "never")
 
