@@ -77,7 +77,7 @@ def clean_killed_runs(runs_dir: Path, url: str | None = None, orphans: bool = Fa
         if start.get("worker_image"):  # its workers' containers (a docker backend's are its own to clean)
             outcomes.append(_reap_containers(run_dir.name))
         outcomes += [_clean(start, data, run_dir, url) for data in made]
-        said = "; ".join(what for _, what in outcomes if what)
+        said = "; ".join(dict.fromkeys(what for _, what in outcomes if what))  # its prepare and its start alike
         if all(done for done, _ in outcomes):
             if not said and last is not None and last.kind == events.RUN_END:
                 continue  # an interrupted run that had cleaned up after all
