@@ -128,7 +128,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="what this machine has: providers, fault kinds, binaries and the Docker engine, "
                                   "and how to get what is missing (one table)")
     clean = sub.add_parser("clean", help="remove what runs whose runner was killed left behind (server data, "
-                                         "a namespace on an external server)")
+                                         "a namespace on an external server), in every run dir under --runs-dir "
+                                         "(a suite's --out too); what does not prove it is that run's is only "
+                                         "reported")
     clean.add_argument("--runs-dir", type=Path, default=Path(os.environ.get(events.ENV_RUNS_DIR, "runs")))
     clean.add_argument("--backend-url", default=None, help="your server, to remove a killed run's namespace there")
     toxiproxy = sub.add_parser("toxiproxy", help="the embedded Toxiproxy-compatible server")
@@ -298,7 +300,7 @@ def _check_run_start(ledger: list[events.Event], path: Path) -> None:
 
 def _clean(args: argparse.Namespace) -> int:
     """0 when nothing is left; 1 when something is (each line says what, and how to remove it)."""
-    cleaned = clean_killed_runs(args.runs_dir, args.backend_url, orphans=True)
+    cleaned = clean_killed_runs(args.runs_dir, args.backend_url, orphans=True, nested=True)
     _say("\n".join(line for _, line in cleaned) if cleaned else f"nothing to clean in {args.runs_dir}")
     return 0 if all(done for done, _ in cleaned) else 1
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import signal
 import time
@@ -32,6 +33,12 @@ REMOVE_S = 2.0  # how long an emptied cgroup may take to let its directory go
 
 def new_marker() -> str:
     return secrets.token_hex(8)
+
+
+def is_run_marker(value: str) -> bool:
+    """Of the form `new_marker` makes: a ledger naming any other value (a guessable word, an empty one)
+    finds nothing by it."""
+    return re.fullmatch(r"[0-9a-f]{16}", value) is not None
 
 
 class RunCgroup:
@@ -131,13 +138,16 @@ def marked(marker: str) -> list[psutil.Process]:
 def _recorded(marker: str, cgroup: str | None) -> RunCgroup | None:
     """The run's cgroup as a ledger records it, only if it is one this module made for that marker: a
     damaged ledger must not point `cgroup.kill` at someone else's cgroup."""
-    if not cgroup or Path(cgroup).name != f"{CGROUP_PREFIX}{marker}":
+    if not cgroup or not is_run_marker(marker) or Path(cgroup).name != f"{CGROUP_PREFIX}{marker}":
         return None
     return RunCgroup(Path(cgroup))
 
 
 def members(marker: str, cgroup: str | None) -> list[psutil.Process]:
-    """Every live process of a run's workers: those its cgroup holds and those carrying its marker."""
+    """Every live process of a run's workers: those its cgroup holds and those carrying its marker (none
+    for a marker not of the run's form)."""
+    if not is_run_marker(marker):
+        return []
     found = {proc.pid: proc for proc in marked(marker)}
     run_cgroup = _recorded(marker, cgroup)
     for pid in run_cgroup.pids() if run_cgroup else []:

@@ -269,9 +269,10 @@ def backend_exit(pid: int, returncode: int, reason: str) -> Record:
     return Record(BACKEND_EXIT, BACKEND, None, None, {"pid": pid, "returncode": returncode, "reason": reason})
 
 
-def network_start(kind: str, url: str) -> Record:
-    """The run's Toxiproxy: external (TOXIPROXY_URL), binary (toxiproxy-server on PATH) or embedded."""
-    return Record(NETWORK_START, NETWORK, None, None, {"kind": kind, "url": url})
+def network_start(kind: str, url: str, marker: str) -> Record:
+    """The run's Toxiproxy: external (TOXIPROXY_URL), binary (toxiproxy-server on PATH) or embedded; and the
+    marker every proxy name of the run carries (chaos.ownership)."""
+    return Record(NETWORK_START, NETWORK, None, None, {"kind": kind, "url": url, "marker": marker})
 
 
 def network_proxy(worker: str, name: str, url: str) -> Record:

@@ -49,6 +49,7 @@ class Backend(Protocol):
     provider: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
     namespace: str = ""  # the run's own part of the server, where it has one: a key prefix, a tube, a vhost
+    marker: str = ""  # the run's random marker, which what it makes carries (chaos.ownership), where it has one
 
     @classmethod
     def open(cls, settings: BackendSettings) -> Self:

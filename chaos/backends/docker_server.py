@@ -202,11 +202,16 @@ class DockerServer(Backend):
 
     @classmethod
     def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
-        """Remove every container, network and volume labelled with that run."""
+        """Remove every container, network and volume labelled with that run (the run dir's name), once the
+        runner its labels name is gone."""
         run = str(started.get("run_label") or "")
         if not run:
             return True, ""
+        if run != run_dir.name:
+            return False, f"the containers labelled with run {run} are not touched: that is not this run dir's name"
         try:
+            if run not in engine.orphaned_runs():
+                return True, ""  # none left, or their runner lives (a run dir copied beside a live run's)
             removed = engine.reap(run)
         except ChaosError as exc:
             return False, f"its containers are left until the Docker engine answers again: {exc}"

@@ -1,7 +1,10 @@
 """The external provider's shared half: a server the user names, where each run only gets a fresh
 namespace of its own (a schema, a key prefix, a tube, a vhost) and removes it at its end.
 
-The suite does not own that server, so faults that need control of it are unavailable there.
+The suite does not own that server, so faults that need control of it are unavailable there; and a
+killed run's namespace is removed only when it proves it is that run's (`chaos.ownership`): named exactly
+as the suite names that run's, and holding a marker object (a key, a comment, a description, a tag) with
+the random marker the run journaled before it made the namespace.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any, ClassVar, Self
 from chaos import events
 from chaos.backends.base import Backend, BackendSettings, Endpoint
 from chaos.errors import ConfigError, HarnessError
+from chaos.ownership import is_marker, new_marker
 
 
 def mask_password(url: str) -> str:
@@ -42,6 +46,7 @@ class ExternalServer(Backend):
         self.url = url
         self.check_url()
         self.namespace = self.namespace_for(run_id)
+        self.marker = new_marker()
         self._started = False
         self._closed = False
 
@@ -55,7 +60,8 @@ class ExternalServer(Backend):
                 f"nor {cls.env_url} is set. Pass --backend-url {cls.example_url} (or export {cls.env_url}), or "
                 "drop --backend external to let the suite start its own server.")
         backend = cls(url, settings.run_id)
-        recorded = {"provider": cls.provider, "url": mask_password(url), "namespace": backend.namespace}
+        recorded = {"provider": cls.provider, "url": mask_password(url), "namespace": backend.namespace,
+                    "marker": backend.marker}
         if settings.on_event is not None:  # before the namespace exists: a runner killed meanwhile is cleaned
             settings.on_event(events.backend_prepare(**recorded))
         backend.start()
@@ -81,7 +87,13 @@ class ExternalServer(Backend):
         raise NotImplementedError
 
     def create_namespace(self) -> None:
-        """Check the server answers and make the run's namespace (raise ConfigError when it cannot)."""
+        """Check the server answers and make the run's namespace (raise ConfigError when it cannot), its
+        marker object first, or in the same step."""
+        raise NotImplementedError
+
+    def namespace_marker(self) -> str | None:
+        """The marker the namespace's marker object holds: None when the server has no such namespace, ''
+        when it has one without it (HarnessError when the server does not answer)."""
         raise NotImplementedError
 
     def drop_namespace(self) -> None:
@@ -138,21 +150,34 @@ class ExternalServer(Backend):
 
     @classmethod
     def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
-        """Remove the namespace a killed run made, when given (or told by the environment) the same server."""
+        """Remove the namespace a killed run made, when given (or told by the environment) the same server,
+        and only when it proves it is that run's; else say what is left, and why."""
         url = url or os.environ.get(cls.env_url)
-        namespace, recorded = str(started.get("namespace") or ""), started.get("url")
-        if not namespace.startswith("chaos"):
-            return True, ""  # not a namespace of the suite's: never touch it
+        namespace, recorded, marker = (str(started.get("namespace") or ""), started.get("url"),
+                                       str(started.get("marker") or ""))
+        if not namespace:
+            return True, ""
+        where = f"its {cls.name} namespace {namespace} on {recorded}"
+        if namespace != cls.namespace_for(run_dir.name):
+            return False, (f"{where} is not touched: it is not the one the suite names for this run dir "
+                           f"({cls.namespace_for(run_dir.name)})")
+        if not is_marker(marker):
+            return False, f"{where} is not touched: its ledger gives no marker of the suite's form for it"
         if not url or mask_password(url) != recorded:
             return False, (f"its {cls.name} namespace {namespace} may be left on {recorded}: run `chaos clean "
                            "--backend-url` with that server's URL to remove it")
-        backend = cls(url, "")
-        backend.namespace = namespace
+        backend = cls(url, run_dir.name)
+        backend.marker = marker
         try:
+            found = backend.namespace_marker()
+            if found is None:
+                return True, ""  # never made, or already removed
+            if found != marker:
+                return False, f"{where} is not touched: it holds no marker object with the run's marker {marker}"
             backend.drop_namespace()
         except HarnessError as exc:
             return False, str(exc)
-        return True, f"removed its {cls.name} namespace {namespace} on {recorded}"
+        return True, f"removed {where}"
 
     def _no_control(self, fault: str) -> ConfigError:
         return ConfigError(

@@ -2,10 +2,11 @@
 one process tree in the run dir, on free ports, that the nemesis may restart or kill and that no exit of
 ours leaves behind.
 
-Every process of a server is recognised by a unique marker in its environment (children inherit it,
-daemons too) or, for a server that retitles itself over its environment (Redis), by its working
-directory, the server's data directory: a stop is only done once none is left, and a run whose runner
-was SIGKILLed can be cleaned from its ledger alone.
+Every process of a server is recognised by the run's random marker in its environment (children inherit
+it, daemons too; Redis is told not to write its title over it): a stop is only done once none is left,
+and a run whose runner was SIGKILLed can be cleaned from its ledger alone, for what proves it is that
+run's (`chaos.ownership`): the processes carrying the marker, and the data directory whose parent holds
+the owner file with it.
 A subclass says how to start its server (`argv`), when it is ready, and what its clients' URL is.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -28,6 +28,7 @@ from chaos import events, ports
 from chaos.backends.base import KILL, RESTART, Backend, BackendSettings, Endpoint
 from chaos.backends.options import ServerOption
 from chaos.errors import ConfigError, HarnessError
+from chaos.ownership import is_marker, mark, new_marker, why_not_owned
 from chaos.procs import die_with_parent, is_alive, kill_tree, wait_dead
 
 HOST = ports.HOST  # where the ports were reserved (checked free)
@@ -50,15 +51,17 @@ def require_binary(name: str, package: str, what: str) -> str:
     return found
 
 
-def server_processes(marker: str, data_dir: Path) -> list[psutil.Process]:
-    """Live processes of this server: its marker in their environment, or its data dir as their working
-    directory (zombies hold nothing: skipped)."""
+def server_processes(marker: str) -> list[psutil.Process]:
+    """Live processes of this server: exactly its marker in their environment (zombies hold nothing:
+    skipped); none for a value not of the marker's form."""
+    if not is_marker(marker):
+        return []
     found = []
-    for process in psutil.process_iter(["status", "cwd"]):
+    for process in psutil.process_iter(["status"]):
         try:
             if process.pid == os.getpid() or process.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
-            if process.info["cwd"] == str(data_dir) or process.environ().get(MARKER) == marker:
+            if process.environ().get(MARKER) == marker:
                 found.append(process)
         except psutil.Error:
             continue
@@ -91,7 +94,7 @@ class LocalServer(Backend):
         self.log_path = self.data_root / "server.log"
         self.options = dict(settings.options)
         self.namespace = self.namespace_for(settings.run_id)
-        self.marker = f"queue-chaos-{secrets.token_hex(6)}"
+        self.marker = new_marker()
         self.ports: dict[str, int] = {}
         self._on_event = settings.on_event
         self._proc: subprocess.Popen[bytes] | None = None
@@ -175,8 +178,9 @@ class LocalServer(Backend):
         began = time.monotonic()
         LIVE.add(self)
         try:
-            # Journaled before the data dir exists: a runner killed from here on leaves nothing `chaos clean`
-            # cannot find (its data dir, and by the marker any process of it).
+            # Marked, then journaled, before the data dir exists: a runner killed from here on leaves nothing
+            # `chaos clean` cannot find and prove the run's (its data dir, and by the marker any process of it).
+            mark(self.data_root, self.marker)
             self._emit(events.backend_prepare(provider=self.provider, data_dir=str(self.data_dir), marker=self.marker))
             self.data_dir.mkdir(parents=True)
             self._launch_retrying(fresh_ports=True)
@@ -222,19 +226,26 @@ class LocalServer(Backend):
 
     @classmethod
     def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
-        """SIGKILL what still runs of that server (by its marker) and delete its data dir in the run dir."""
-        marker, data_dir = str(started.get("marker") or ""), Path(str(started.get("data_dir") or ""))
-        if not marker.startswith("queue-chaos-"):
+        """SIGKILL what still runs of that server and delete its data dir, once the data dir proves it is the
+        run's (in the run dir, beside the owner file with the journaled marker); else report it, untouched."""
+        marker, named = str(started.get("marker") or ""), str(started.get("data_dir") or "")
+        if not named:
             return True, ""
-        victims = server_processes(marker, data_dir)
+        why = why_not_owned(named, run_dir, marker, "data")
+        if why:
+            if not os.path.lexists(named):
+                return True, ""  # nothing there, and a process of it died with its runner (parent-death signal)
+            return False, f"its {cls.name} data directory {named} is not touched: {why}"
+        victims = server_processes(marker)
         for process in victims:
             with contextlib.suppress(psutil.Error):
                 process.kill()
-        wait_dead(victims, 5.0)
-        if data_dir.name == "data" and data_dir.resolve().parent.parent == run_dir.resolve() and data_dir.is_dir():
-            shutil.rmtree(data_dir, ignore_errors=True)
-            return True, f"removed its {cls.name} data directory {data_dir}"
-        return True, ""
+        if left := [p.pid for p in wait_dead(victims, 5.0)]:
+            return False, f"its {cls.name} processes {left} survived SIGKILL; end them as root"
+        if os.path.isdir(named):
+            shutil.rmtree(named, ignore_errors=True)
+            return True, f"removed its {cls.name} data directory {named}"
+        return True, f"killed its {cls.name} processes {[p.pid for p in victims]}" if victims else ""
 
     # -- internals -------------------------------------------------------------------------------------
 
@@ -312,7 +323,7 @@ class LocalServer(Backend):
             except subprocess.TimeoutExpired:
                 kill_tree(proc.pid)
                 returncode = proc.wait(STOP_GRACE_S)
-        survivors = server_processes(self.marker, self.data_dir)
+        survivors = server_processes(self.marker)
         for process in survivors:
             with contextlib.suppress(psutil.Error):
                 process.kill()

@@ -1,17 +1,24 @@
 """What a run whose runner was killed outright (no `finally` ran) or cut short in its cleanup left
 behind: its server's data in the run dir, its namespace (a schema, key prefix, tube or vhost) on the
-user's server. The next run in the same runs dir, or `chaos clean`, finds such runs by their ledgers (no
-end, or an interrupted one, and the runner recorded there no longer alive on this host) and removes
-what each backend recorded that it made or was about to make (`backend.prepare` is journaled before a
-server's data exists), the proxies it journaled on a Toxiproxy that outlived it, and its workers' processes
-that no parent-death signal reached (`chaos.containment`), and its containers (by their labels:
-`chaos.containers.engine`), never anything else; `chaos clean` also removes every container, network
-and volume of the suite whose runner is gone, whether or not its run dir is still there;
-the run's ledger then ends with `abandoned`, so it is cleaned once. Half-built PostgreSQL templates,
-shared by every run on the machine, are removed once their builder is gone."""
+user's server. The next run in the same runs dir, or `chaos clean` (in every run dir under the path it is
+given, a suite's --out too), finds such runs by their ledgers (no end, or an interrupted one, and the
+runner recorded there no longer alive on this host) and removes what each backend recorded that it made
+or was about to make (`backend.prepare` is journaled before a server's data exists), the proxies it
+journaled on a Toxiproxy that outlived it, and its workers' processes that no parent-death signal reached
+(`chaos.containment`), and its containers (by their labels: `chaos.containers.engine`), never anything
+else; `chaos clean` also removes every container, network and volume of the suite whose runner is gone,
+whether or not its run dir is still there; the run's ledger then ends with `abandoned`, so it is cleaned
+once. Half-built PostgreSQL templates, shared by every run on the machine, are removed once their
+builder is gone.
+
+A run dir may come from anywhere (a restored CI cache, an artifact, a shared volume, a planted directory),
+so its ledger only says where to look: each thing is acted on only once it proves it is that run's
+(`chaos.ownership`). What does not, and whatever a run of another host names (its runner cannot be
+checked from here), is reported with its path and left alone."""
 
 from __future__ import annotations
 
+import os
 import socket
 import sqlite3
 from pathlib import Path
@@ -32,15 +39,18 @@ CLEANABLE_END = "interrupted"  # a run interrupted while cleaning up may have le
 CREATE_TIME_TOLERANCE_S = 1.0  # psutil derives start times from the boot time, which clock steps move
 
 
-def clean_killed_runs(runs_dir: Path, url: str | None = None, orphans: bool = False) -> list[tuple[bool, str]]:
-    """Per run found under `runs_dir` that left something: whether all of it is gone now, and a line
-    saying what was removed or what is left and how to remove it; first, a line per half-built template
-    removed, and with `orphans` (`chaos clean`; a run's start spares itself the engine's round trips), per
-    run of any runs dir whose containers outlived their runner."""
+def clean_killed_runs(runs_dir: Path, url: str | None = None, orphans: bool = False,
+                      nested: bool = False) -> list[tuple[bool, str]]:
+    """Per run found in `runs_dir` (with `nested`, in every run dir under it, however deep) that left
+    something: whether all of it is gone now, and a line saying what was removed or what is left and how to
+    remove it; first, a line per half-built template removed, and with `orphans` (`chaos clean`; a run's
+    start spares itself the engine's round trips), per run of any runs dir whose containers outlived their
+    runner."""
     cleaned = [(True, line) for line in remove_half_built_templates()]
     if orphans:
         cleaned += _reap_orphaned_containers()
-    for ledger_path in sorted(runs_dir.glob("*/ledger.sqlite")) if runs_dir.is_dir() else []:
+    for run_dir in run_dirs(runs_dir, nested):
+        ledger_path = run_dir / "ledger.sqlite"
         last = last_event(ledger_path)
         if last is not None and last.kind == events.RUN_END and last.data.get("status") != CLEANABLE_END:
             continue  # the common case, a run that ended and cleaned up: one row read
@@ -50,22 +60,56 @@ def clean_killed_runs(runs_dir: Path, url: str | None = None, orphans: bool = Fa
         except ChaosError:
             continue  # not a ledger this suite can read: not ours to touch
         start = next((e.data for e in recorded if e.kind == events.RUN_START), None)
-        if start is None or start.get("host") != socket.gethostname() or _runner_alive(start):
-            continue
-        outcomes = [_sweep_workers(recorded), _clean_proxies(ledger_path.parent.name, recorded)]
-        if start.get("worker_image"):  # its workers' containers (a docker backend's are its own to clean)
-            outcomes.append(_reap_containers(ledger_path.parent.name))
         made = [e.data for e in recorded if e.kind in (events.BACKEND_PREPARE, events.BACKEND_START)]
-        outcomes += [_clean(start, data, ledger_path.parent, url) for i, data in enumerate(made)
-                     if data not in made[:i]]  # an external namespace is recorded alike before and after
-        said = "; ".join(what for _, what in outcomes if what)
+        made = [data for i, data in enumerate(made) if data not in made[:i]]  # an external namespace: alike twice
+        if start is None:
+            continue
+        if start.get("host") != socket.gethostname():
+            if named := _named(made):
+                cleaned.append((False, f"{run_dir}: not touched, since it is a run of host {start.get('host')!r}, "
+                                       f"whose runner cannot be checked from here: {'; '.join(named)}. Once that "
+                                       f"run is over, delete {run_dir} yourself (and run `chaos clean` on that "
+                                       "host for what it left there)"))
+            continue
+        if _runner_alive(start):
+            continue
+        outcomes = [_sweep_workers(recorded), _clean_proxies(run_dir.name, recorded)]
+        if start.get("worker_image"):  # its workers' containers (a docker backend's are its own to clean)
+            outcomes.append(_reap_containers(run_dir.name))
+        outcomes += [_clean(start, data, run_dir, url) for data in made]
+        said = "; ".join(dict.fromkeys(what for _, what in outcomes if what))  # its prepare and its start alike
         if all(done for done, _ in outcomes):
             if not said and last is not None and last.kind == events.RUN_END:
                 continue  # an interrupted run that had cleaned up after all
             said = said or "nothing of it was left"
             _end(ledger_path, f"its runner (pid {start.get('pid')}) was killed; {said}")
-        cleaned.append((all(done for done, _ in outcomes), f"{ledger_path.parent}: {said}"))
+        cleaned.append((all(done for done, _ in outcomes), f"{run_dir}: {said}"))
     return cleaned
+
+
+def run_dirs(runs_dir: Path, nested: bool) -> list[Path]:
+    """The run dirs (a dir holding a ledger) in `runs_dir`, or with `nested` under it at any depth (itself
+    too), not looking inside a run dir nor following a symlink."""
+    if not nested:
+        return sorted(p.parent for p in runs_dir.glob("*/ledger.sqlite")) if runs_dir.is_dir() else []
+    found = []
+    for where, dirs, files in os.walk(runs_dir, followlinks=False):
+        if "ledger.sqlite" in files:
+            found.append(Path(where))
+            dirs.clear()
+        dirs.sort()
+    return found
+
+
+def _named(made: list[dict[str, object]]) -> list[str]:
+    """What a run's backend journaled it made, as a message names it: its data dirs, its namespaces."""
+    named = []
+    for data in made:
+        if data.get("data_dir") or data.get("pgdata"):
+            named.append(f"its data directory {data.get('data_dir') or data.get('pgdata')}")
+        if data.get("namespace") and data.get("provider") == "external":
+            named.append(f"its namespace {data['namespace']} on {data.get('url')}")
+    return list(dict.fromkeys(named))
 
 
 def _reap_orphaned_containers() -> list[tuple[bool, str]]:
@@ -80,8 +124,9 @@ def _reap_orphaned_containers() -> list[tuple[bool, str]]:
 
 
 def _reap_containers(run_id: str) -> tuple[bool, str]:
+    """The run's workers' containers, by their labels, once the runner they name is gone."""
     try:
-        removed = engine.reap(run_id)
+        removed = engine.reap(run_id) if run_id in engine.orphaned_runs() else []
     except ChaosError as exc:
         return False, f"its workers' containers are left until the Docker engine answers ({exc}); run chaos clean then"
     return True, f"removed {', '.join(removed)}" if removed else ""

@@ -6,7 +6,8 @@ restarted worker gets the same one; a backend restart keeps the upstream port, s
 right). At the end every proxy of the run is deleted, which also removes whatever a fault left on it.
 Each proxy is journaled before it is created, so the proxies of a runner killed outright can be deleted
 by `chaos clean` from a server that outlives it (the user's TOXIPROXY_URL); a server the run started
-dies with it.
+dies with it. A proxy carries no marker object, so its name does: the run's id and random marker
+(`chaos.ownership`), and clean deletes only names of exactly that form.
 """
 
 from __future__ import annotations
@@ -18,9 +19,15 @@ from typing import Any
 from chaos import events, ports
 from chaos.backends.base import Backend, Endpoint, EventSink
 from chaos.errors import ChaosError, HarnessError
+from chaos.ownership import is_marker, new_marker
 from chaos.toxiproxy.client import ToxiproxyControl
 from chaos.toxiproxy.provider import ToxiproxyServer, start_toxiproxy
 from chaos.toxiproxy.proxy import split_address
+
+
+def proxy_prefix(run_id: str, marker: str) -> str:
+    """How every proxy name of the run begins; the worker's name follows."""
+    return f"{run_id}-{marker}-"
 
 
 class WorkerLink:
@@ -45,13 +52,14 @@ class WorkerLink:
 class Network:
     """The run's Toxiproxy (`chaos.toxiproxy.provider`) and a proxy per worker on it."""
 
-    def __init__(self, backend: Backend, log_dir: Path, prefix: str, journal: EventSink) -> None:
+    def __init__(self, backend: Backend, log_dir: Path, run_id: str, journal: EventSink) -> None:
         self.backend = backend
-        self.prefix = f"{prefix}-"  # the run's proxies on a shared (external) server are told apart by it
+        self.marker = new_marker()
+        self.prefix = proxy_prefix(run_id, self.marker)  # the run's proxies on a shared server are told apart by it
         self.journal = journal
         self.links: dict[str, WorkerLink] = {}
         self.server: ToxiproxyServer = start_toxiproxy(log_dir, self._seen)
-        journal(events.network_start(self.server.kind, self.server.control.url))
+        journal(events.network_start(self.server.kind, self.server.control.url, self.marker))
 
     def _seen(self, what: str, proxy: str, data: dict[str, Any]) -> None:
         """What the embedded server saw happen on a worker's proxy, into the ledger (the proof of a cut)."""
@@ -102,13 +110,17 @@ class Network:
 def clean_after_killed_run(run_id: str, started: dict[str, Any], proxies: Sequence[dict[str, Any]]) -> tuple[bool, str]:
     """Delete the proxies a killed run journaled (`network.proxy`) from the server it used (`network.start`),
     when that server outlives the runner: only the user's (external); the binary and the embedded server
-    died with it. Only names of the run's own (its id, then a dash) are touched. (done, what was deleted or
-    what is left and how to delete it)."""
-    url = str(started.get("url") or "")
-    names = sorted({str(p.get("name")) for p in proxies
-                    if p.get("url") == url and str(p.get("name") or "").startswith(f"{run_id}-")})
-    if started.get("kind") != "external" or not names:
+    died with it. Only names of the run's own form (its id and the marker `network.start` journaled, then a
+    worker's name) are touched. (done, what was deleted or what is left and how to delete it)."""
+    url, marker = str(started.get("url") or ""), str(started.get("marker") or "")
+    journaled = sorted({str(p.get("name") or "") for p in proxies if p.get("url") == url})
+    if started.get("kind") != "external" or not journaled:
         return True, ""
+    names = [name for name in journaled if is_marker(marker) and name.startswith(proxy_prefix(run_id, marker))
+             and name != proxy_prefix(run_id, marker)]
+    if foreign := [name for name in journaled if name not in names]:
+        return False, (f"its proxies {', '.join(foreign)} on the Toxiproxy at {url} are not touched: their names are "
+                       "not of the form the suite gives this run's")
     try:
         control = ToxiproxyControl(url)
         deleted = [name for name in names if control.delete_if_present(name)]

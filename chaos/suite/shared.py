@@ -5,13 +5,23 @@ gets its own namespace on it through the external provider, as on a user's serve
 Only RabbitMQ is shared: a node boots in about 7 s, while PostgreSQL (0.9 s), Redis and beanstalkd
 (0.03 s) boot faster than sharing would save, and keep the observers a local server allows
 (benchmarks/backend_lifecycle.py).
+
+Each node keeps a ledger of its own in its directory, as a run does (who started it, where, and what its
+backend journaled before its data existed): a suite killed outright leaves a node's data that `chaos clean
+--runs-dir <out>` then finds, proves the suite's and removes, as a killed run's.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
+from datetime import datetime
 from pathlib import Path
 
+import psutil
+
+from chaos import events
 from chaos.backends import rabbitmq
 from chaos.backends.base import BackendSettings
 from chaos.backends.rabbitmq.local import LocalRabbitMQ
@@ -19,6 +29,7 @@ from chaos.backends.registry import server_options
 from chaos.discovery import find_scenario, find_target
 from chaos.errors import HarnessError
 from chaos.faults import KINDS
+from chaos.ledger import Ledger
 from chaos.suite.cell import Cell
 
 SHARED_KINDS = ("rabbitmq",)
@@ -44,6 +55,7 @@ class SharedServers:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._servers: dict[int, LocalRabbitMQ] = {}
+        self._ledgers: list[Ledger] = []
         self._closed = False
         self._lock = threading.Lock()
 
@@ -52,8 +64,8 @@ class SharedServers:
         with self._lock:
             server = self._servers.get(slot)
         if server is None:
-            server = LocalRabbitMQ.open(BackendSettings(self.root / f"rabbitmq-{slot}", f"shared-{slot}",
-                                                        options={"management": "on"}))
+            server = self._open(self.root / f"{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}-rabbitmq-{slot}",
+                                f"shared-{slot}")
             with self._lock:
                 closed, self._servers[slot] = self._closed, server
             if closed:  # the suite stopped while this node booted: nothing will close it but us
@@ -66,5 +78,24 @@ class SharedServers:
         with self._lock:
             self._closed = True
             servers, self._servers = list(self._servers.values()), {}
-        for server in servers:
-            server.close()
+            ledgers, self._ledgers = self._ledgers, []
+        try:
+            for server in servers:
+                server.close()
+        finally:
+            for ledger in ledgers:
+                ledger.append(events.run_end("ok", "the suite closed its shared node"))
+                ledger.close()
+
+    def _open(self, root: Path, run_id: str) -> LocalRabbitMQ:
+        """A node in a fresh dir laid out as a run dir's (its ledger, the node's data under `rabbitmq/`),
+        its ledger saying who started it where, and what its backend journals."""
+        root.mkdir(parents=True)
+        ledger = Ledger(root / "ledger.sqlite")
+        with self._lock:
+            self._ledgers.append(ledger)
+        ledger.append(events.run_start(target=run_id, scenario="", pid=os.getpid(),
+                                       pid_create_time=psutil.Process().create_time(), host=socket.gethostname(),
+                                       backend_kind=LocalRabbitMQ.kind))
+        return LocalRabbitMQ.open(BackendSettings(root / LocalRabbitMQ.kind, run_id, on_event=ledger.append,
+                                                  options={"management": "on"}))

@@ -94,7 +94,7 @@ def test_a_private_rabbitmq_node_keeps_persistent_messages_and_leaves_nothing(tm
         assert [r.kind for r in started] == ["backend.prepare", "backend.start"]
         node = started[1].data
         assert node["node"].startswith("queue-chaos-") and node["ports"]["epmd"] != 4369
-        names = {p.name() for p in server_processes(server.marker, server.data_dir)}
+        names = {p.name() for p in server_processes(server.marker)}
         assert {"beam.smp", "epmd"} <= names, names  # its own epmd, on its own port
         connection = pika.BlockingConnection(pika.URLParameters(server.endpoint.url))
         channel = connection.channel()
@@ -112,7 +112,7 @@ def test_a_private_rabbitmq_node_keeps_persistent_messages_and_leaves_nothing(tm
         assert body == b"job-1"
     finally:
         server.close()
-    assert server_processes(server.marker, server.data_dir) == []
+    assert server_processes(server.marker) == []
     assert not server.data_dir.exists()
 
 
@@ -122,11 +122,11 @@ def test_a_killed_runs_server_is_swept_by_its_marker(tmp_path: Path) -> None:
     started: list[Record] = []
     server = LocalRedis.open(settings(tmp_path / "backend", started))
     try:
-        assert server_processes(server.marker, server.data_dir)
+        assert server_processes(server.marker)
         assert started[0].kind == "backend.prepare"
         done, said = LocalRedis.clean_after_killed_run(started[0].data, tmp_path, None)
         assert done and "removed" in said
-        assert server_processes(server.marker, server.data_dir) == []
+        assert server_processes(server.marker) == []
         assert not server.data_dir.exists()
     finally:
         server.close()
@@ -151,12 +151,13 @@ def test_an_external_namespace_is_journaled_before_it_is_made_so_a_kill_meanwhil
                                                       on_event=started.append))
         assert [r.kind for r in started] == ["backend.prepare", "backend.start"]
         assert started[0].data == started[1].data == {"provider": "external", "url": server.endpoint.url,
-                                                      "namespace": "chaos:run-3:"}
+                                                      "namespace": "chaos:run-3:", "marker": external.marker}
         with redis_client(server) as client:
             client.set("users-key", "kept")
             client.rpush(external.namespace + "queue", "job-1")
             # What `chaos clean` has of a runner killed before its backend.start: the prepare alone.
-            done, said = ExternalRedis.clean_after_killed_run(started[0].data, tmp_path, server.endpoint.url)
+            done, said = ExternalRedis.clean_after_killed_run(started[0].data, tmp_path / "run-3",
+                                                              server.endpoint.url)
             assert done and said == f"removed its Redis namespace chaos:run-3: on {server.endpoint.url}"
             assert client.keys("*") == ["users-key"]
         external.close()

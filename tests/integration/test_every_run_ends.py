@@ -24,10 +24,12 @@ import pytest
 
 from chaos import events
 from chaos.backends.external import mask_password
+from chaos.backends.postgres.external import schema_name
 from chaos.backends.postgres.local import LocalPostgres
 from chaos.discovery import bundled
 from chaos.ledger import Ledger, read_events
 from chaos.leftovers import run_processes
+from chaos.ownership import new_marker
 from tests.integration.runner import REPO, CliResult, chaos
 
 QUICK = '''"""A quick scenario for this test."""
@@ -302,32 +304,41 @@ def test_the_run_waits_for_an_execution_that_made_an_effect_to_end(tmp_path: Pat
 @pytest.mark.parametrize("key", ["namespace", "schema"])  # schema: ledgers written before it was the namespace
 def test_a_killed_runs_external_schema_is_dropped_and_nothing_else(tmp_path: Path, server: LocalPostgres,
                                                                     key: str) -> None:
-    """A ledger as a runner killed mid-run leaves it: started, the external backend's schema recorded, no end."""
+    """A ledger as a runner killed mid-run leaves it: started, the external backend's schema recorded (named for
+    the run dir, its comment the run's marker), no end. A schema of that name without the marker is kept."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        conn.execute("CREATE SCHEMA chaos_killed_run")
-        conn.execute("CREATE SCHEMA chaos_someone_elses")
     run_dir = tmp_path / "runs" / "20260101-000000-000000-pg_lease-no_faults"
-    run_dir.mkdir(parents=True)
-    ledger = Ledger(run_dir / "ledger.sqlite")
-    ledger.append(events.run_start(target="pg_lease", pid=dead.pid, pid_create_time=0.0, backend="external",
-                                   backend_kind="postgres", host=socket.gethostname()))
-    ledger.append(events.backend_start(provider="external", url=mask_password(server.dsn),
-                                       **{key: "chaos_killed_run"}))
-    ledger.close()
+    twin = tmp_path / "runs" / "20260101-000000-000001-pg_lease-no_faults"
+    killed, marker = schema_name(run_dir.name), new_marker()
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {killed}")
+        conn.execute(f"COMMENT ON SCHEMA {killed} IS '{marker}'")
+        conn.execute(f"CREATE SCHEMA {schema_name(twin.name)}")  # of the suite's form, but not marked
+        conn.execute("CREATE SCHEMA chaos_someone_elses")
+    for where in (run_dir, twin):
+        where.mkdir(parents=True)
+        ledger = Ledger(where / "ledger.sqlite")
+        ledger.append(events.run_start(target="pg_lease", pid=dead.pid, pid_create_time=0.0, backend="external",
+                                       backend_kind="postgres", host=socket.gethostname()))
+        ledger.append(events.backend_start(provider="external", url=mask_password(server.dsn), marker=marker,
+                                           **{key: schema_name(where.name)}))
+        ledger.close()
     unknown = chaos("clean", "--runs-dir", str(tmp_path / "runs"), runs_dir=tmp_path,
                     env={"CHAOS_POSTGRES_URL": ""})
     assert unknown.code == 1, unknown.stdout
-    assert "its PostgreSQL namespace chaos_killed_run may be left" in unknown.stdout, unknown.stdout
+    assert f"its PostgreSQL namespace {killed} may be left" in unknown.stdout, unknown.stdout
     assert read_events(run_dir / "ledger.sqlite")[-1].kind == "backend.start", "not marked: it can be cleaned later"
     result = chaos("clean", "--runs-dir", str(tmp_path / "runs"), "--backend-url", server.dsn, runs_dir=tmp_path)
-    assert result.code == 0, result.stdout + result.stderr
-    assert "removed its PostgreSQL namespace chaos_killed_run" in result.stdout, result.stdout
+    assert result.code == 1, result.stdout + result.stderr
+    assert f"removed its PostgreSQL namespace {killed}" in result.stdout, result.stdout
+    assert (f"its PostgreSQL namespace {schema_name(twin.name)} on {mask_password(server.dsn)} is not touched: it "
+            f"holds no marker object with the run's marker {marker}") in result.stdout, result.stdout
     with psycopg.connect(server.dsn) as conn:
         schemas = {row[0] for row in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'chaos_%'")}
-    assert schemas == {"chaos_someone_elses"}
+    assert schemas == {"chaos_someone_elses", schema_name(twin.name)}
     assert read_events(run_dir / "ledger.sqlite")[-1].data["status"] == "abandoned"
+    assert read_events(twin / "ledger.sqlite")[-1].kind == "backend.start", "what is left is not marked cleaned"
 
 
 def test_a_gate_no_worker_is_left_to_reach_ends_its_wait_at_once(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -19,9 +20,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from chaos import events
 from chaos.errors import ChaosError
-from chaos.events import Event
-from chaos.ledger import read_events
+from chaos.events import Event, Record
+from chaos.ledger import Ledger, read_events
 from chaos.leftovers import processes_marked, processes_mentioning, run_processes
 from chaos.toxiproxy.client import ToxiproxyControl
 from tests.integration.runner import REPO, CliResult, chaos
@@ -163,6 +165,27 @@ def test_a_killed_runs_proxies_are_deleted_from_the_users_toxiproxy_by_chaos_cle
     assert list(proxies(user_toxiproxy)) == ["users-own"], "only the run's own proxies are deleted"
     assert read_events(run_dir / "ledger.sqlite")[-1].data["status"] == "abandoned"
     assert "nothing to clean" in clean(runs).stdout, "a killed run is cleaned once"
+
+
+def test_a_proxy_a_planted_ledger_names_on_the_users_toxiproxy_is_kept(tmp_path: Path, user_toxiproxy: str) -> None:
+    """A proxy carries no marker object, so its name carries the run's marker: a name of the user's that
+    merely begins with the run dir's name is not the run's."""
+    run_dir = tmp_path / "runs" / "20260101-000000-000000-pg_lease-partition_worker_from_broker"
+    ToxiproxyControl(user_toxiproxy).create(f"{run_dir.name}-users", "127.0.0.1:1")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    run_dir.mkdir(parents=True)
+    ledger = Ledger(run_dir / "ledger.sqlite")
+    ledger.append(events.run_start(target="pg_lease", pid=dead.pid, pid_create_time=0.0, host=socket.gethostname(),
+                                   backend_kind="postgres"))
+    ledger.append(Record(events.NETWORK_START, events.NETWORK, None, None,
+                         {"kind": "external", "url": user_toxiproxy, "marker": "queue-chaos-0123456789abcdef"}))
+    ledger.append(events.network_proxy("users", f"{run_dir.name}-users", user_toxiproxy))
+    ledger.close()
+    result = clean(tmp_path / "runs")
+    assert result.code == 1, result.stdout + result.stderr
+    assert f"its proxies {run_dir.name}-users on the Toxiproxy at {user_toxiproxy} are not touched" in result.stdout
+    assert list(proxies(user_toxiproxy)) == [f"{run_dir.name}-users"]
 
 
 def test_clean_keeps_the_proxies_it_cannot_delete_on_its_list(tmp_path: Path) -> None:

@@ -69,7 +69,7 @@ def test_a_runner_killed_mid_run_leaves_no_nats_server_after_clean(tmp_path: Pat
     result = clean(runs)
     assert result.code == 0, result.stdout + result.stderr
     assert f"removed its NATS data directory {data_dir}" in result.stdout
-    assert server_processes(marker, data_dir) == [] and not data_dir.exists()
+    assert server_processes(marker) == [] and not data_dir.exists()
     assert run_dir.is_dir()
 
 
@@ -100,7 +100,8 @@ def test_clean_deletes_the_streams_of_an_external_run_whose_runner_was_killed(tm
         finally:
             control.close()
         assert streams(server.endpoint.url) == ["chaos-run-4", "chaos-run-4-dead"]
-        done, said = ExternalNats.clean_after_killed_run(started[0].data, tmp_path, server.endpoint.url)
+        done, said = ExternalNats.clean_after_killed_run(started[0].data, tmp_path / "run-4",
+                                                         server.endpoint.url)
         assert done and said == f"removed its NATS namespace chaos-run-4 on {server.endpoint.url}"
         assert streams(server.endpoint.url) == []
 

@@ -49,7 +49,8 @@ def test_a_partition_on_an_external_toxiproxy_is_recorded_and_leaves_nothing(tmp
                    "mode=blackhole", "--seed", "1", "--runs-dir", str(tmp_path), env={"TOXIPROXY_URL": toxiproxy_url})
     assert result.code == 0, result.stdout + result.stderr
     verdict = result.verdict
-    assert verdict["network"] == {"kind": "external", "url": toxiproxy_url}
+    assert verdict["network"] == {"kind": "external", "url": toxiproxy_url, "marker": verdict["network"]["marker"]}
+    assert verdict["network"]["marker"].startswith("queue-chaos-"), "its proxies' names carry it"
     (fault,) = verdict["faults"]
     assert fault["kind"] == "partition" and fault["exercised"], fault
     assert "-s mode=blackhole" in verdict["reproduce"]

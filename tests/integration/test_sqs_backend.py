@@ -66,10 +66,10 @@ def test_a_killed_runs_moto_server_is_swept_by_its_marker(tmp_path: Path) -> Non
     started: list[Record] = []
     server = LocalSqs.open(BackendSettings(tmp_path / "sqs", "run-1", on_event=started.append))
     try:
-        assert server_processes(server.marker, server.data_dir)
+        assert server_processes(server.marker)
         done, said = LocalSqs.clean_after_killed_run(started[0].data, tmp_path, None)
         assert done and "removed" in said
-        assert server_processes(server.marker, server.data_dir) == []
+        assert server_processes(server.marker) == []
         assert not server.data_dir.exists()
     finally:
         server.close()
@@ -85,7 +85,7 @@ def test_a_runner_killed_mid_run_leaves_nothing_after_chaos_clean(tmp_path: Path
     result = clean(runs)
     assert result.code == 0, result.stdout + result.stderr
     assert not run_processes(run_dir)
-    assert server_processes(marker, run_dir / "sqs" / "data") == []
+    assert server_processes(marker) == []
     assert not (run_dir / "sqs" / "data").exists()
 
 
@@ -113,7 +113,8 @@ def test_a_killed_external_runs_queues_are_deleted_by_clean_from_its_journal(tmp
         client.create_queue(QueueName="users-queue")
         listed = sorted(url.rsplit("/", 1)[-1] for url in client.list_queues()["QueueUrls"])
         assert listed == sorted([*queue_names("chaos-run-3"), "users-queue"])
-        done, said = ExternalSqs.clean_after_killed_run(started[0].data, tmp_path, server.endpoint.url)
+        done, said = ExternalSqs.clean_after_killed_run(started[0].data, tmp_path / "run-3",
+                                                        server.endpoint.url)
         assert done and said.startswith("removed its SQS namespace chaos-run-3 on http://chaos:***@"), said
         assert [url.rsplit("/", 1)[-1] for url in client.list_queues()["QueueUrls"]] == ["users-queue"]
         external.close()  # its queues are gone already: nothing to delete, no error

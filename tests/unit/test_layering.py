@@ -37,6 +37,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.events": (),
     "chaos.errors": (),
     "chaos.procs": (),
+    "chaos.ownership": (),
     "chaos.ports": ("chaos.errors",),
     "chaos.worker": ("chaos.events", "chaos.worker"),
     "chaos.probe": ("chaos.worker",),
@@ -46,7 +47,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.ledger": ("chaos.errors", "chaos.events"),
     # A backend's control shares its wire format (keys, entries) with the worker side.
     "chaos.backends": ("chaos.backends", "chaos.errors", "chaos.events", "chaos.procs", "chaos.ports", "chaos.contract",
-                       "chaos.target", "chaos.worker", "chaos.containers"),
+                       "chaos.target", "chaos.worker", "chaos.containers", "chaos.ownership"),
     # The Docker engine, the images built here and workers in containers.
     "chaos.containers": ("chaos.containers", "chaos.errors"),
     "chaos.backends.base": ("chaos.events",),

@@ -43,6 +43,7 @@ class NatsQueueControl(KeepsNoCompletions):
     def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract) -> None:
         self.url = backend.endpoint.url
         self.names = Names(backend.namespace)
+        self.marker = backend.marker or None  # each stream's description: the run's marker (chaos.ownership)
         self.params = params
         self.contract = contract
         self.seqs: dict[str, int] = {}  # suite job -> its stream sequence
@@ -82,9 +83,10 @@ class NatsQueueControl(KeepsNoCompletions):
         if self.contract.lease_s is None or self.contract.max_attempts is None:
             raise ConfigError("A JetStream target's contract needs lease_s (the consumer's AckWait) and max_attempts "
                               "(its MaxDeliver). Set both in target.toml's [contract].")
-        jobs = StreamConfig(name=self.names.stream, subjects=[self.names.subject],
+        jobs = StreamConfig(name=self.names.stream, subjects=[self.names.subject], description=self.marker,
                             retention=RetentionPolicy.WORK_QUEUE, storage=self.storage)
-        dead = StreamConfig(name=self.names.dead_stream, subjects=self.names.dead_subjects, storage=self.storage)
+        dead = StreamConfig(name=self.names.dead_stream, subjects=self.names.dead_subjects, description=self.marker,
+                            storage=self.storage)
         consumer = ConsumerConfig(durable_name=self.names.consumer, ack_policy=AckPolicy.EXPLICIT,
                                   ack_wait=self.contract.lease_s, max_deliver=self.contract.max_attempts)
         self.call(lambda js: js.add_stream(jobs))

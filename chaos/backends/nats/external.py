@@ -1,5 +1,6 @@
 """The external NATS provider: your server (--backend-url or CHAOS_NATS_URL, a nats:// URL) with JetStream
-enabled; the run's streams (named from the run id) are its own, deleted at the run's end."""
+enabled; the run's streams (named from the run id) are its own, deleted at the run's end. Their description
+is their marker object: the run's marker, which the control gives each stream as it creates it."""
 
 from __future__ import annotations
 
@@ -40,6 +41,21 @@ class ExternalNats(ExternalServer):
                               "configuration), or drop --backend external.") from exc
         finally:
             client.close()
+
+    def namespace_marker(self) -> str | None:
+        """The jobs stream's description (the control creates it first)."""
+        try:
+            client = JetStream(self.url, "chaos-control")
+            try:
+                info = client.run(client.js.stream_info(Names(self.namespace).stream), API_TIMEOUT_S)
+            except nats.js.errors.NotFoundError:
+                return None
+            finally:
+                client.close()
+        except TRANSIENT as exc:
+            raise HarnessError(f"could not look for the stream {self.namespace} on {mask_password(self.url)}; delete "
+                               f"it by hand (nats stream rm) if it is left: {exc!r}") from exc
+        return str(info.config.description or "")
 
     def drop_namespace(self) -> None:
         """Delete the run's streams (the consumer goes with its stream)."""

@@ -1,5 +1,6 @@
 """The external PostgreSQL provider: your server (--backend-url or CHAOS_POSTGRES_URL, a URL or a conninfo
-string); the run's tables live in a schema of their own, dropped at the run's end."""
+string); the run's tables live in a schema of their own, dropped at the run's end. The schema's comment
+is its marker object: the run's marker, set in the transaction that creates it."""
 
 from __future__ import annotations
 
@@ -58,12 +59,14 @@ class ExternalPostgres(PostgresBackend, ExternalServer):
         connect to an unreachable server would only double the wait for the error)."""
 
     def create_namespace(self) -> None:
-        """A fresh schema (one transaction: never made halfway), and the dsn whose search_path is it."""
+        """A fresh schema with the run's marker as its comment (one transaction: never made halfway), and the
+        dsn whose search_path is it."""
         masked = mask_password(self.url)
         try:
             with psycopg.connect(self.url, connect_timeout=5, autocommit=True) as conn, conn.transaction():
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(self._schema()))
                 conn.execute(sql.SQL("CREATE SCHEMA {}").format(self._schema()))
+                conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(self._schema(), sql.Literal(self.marker)))
         except psycopg.errors.InsufficientPrivilege as exc:
             raise ConfigError(
                 f"Expected to create schema {self.namespace} on the external PostgreSQL server {masked}, but the "
@@ -79,6 +82,16 @@ class ExternalPostgres(PostgresBackend, ExternalServer):
             raise HarnessError(f"could not create schema {self.namespace} on {masked}: {exc}") from exc
         options = f"{conninfo_to_dict(self.url).get('options') or ''} -csearch_path={self.namespace}".strip()
         self.dsn = make_conninfo(self.url, options=options)
+
+    def namespace_marker(self) -> str | None:
+        try:
+            with psycopg.connect(self.url, connect_timeout=5, autocommit=True) as conn:
+                row = conn.execute("SELECT coalesce(obj_description(oid, 'pg_namespace'), '') FROM pg_namespace "
+                                   "WHERE nspname = %s", (self.namespace,)).fetchone()
+        except psycopg.Error as exc:
+            raise HarnessError(f"could not look for schema {self.namespace} on {mask_password(self.url)}; drop it "
+                               f"by hand if it is left: {' '.join(str(exc).split())}") from exc
+        return None if row is None else str(row[0])
 
     def drop_namespace(self) -> None:
         try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -40,6 +39,7 @@ from chaos.backends.postgres.process import (
 from chaos.backends.postgres.user import RunAs, can_traverse, resolve_run_as, server_env, tail
 from chaos.errors import ConfigError, HarnessError
 from chaos.events import Record
+from chaos.ownership import OWNER_FILE, mark, marked, new_marker, plain, why_not_owned
 from chaos.procs import die_with_parent
 
 HOST = ports.HOST  # where the port was reserved (checked free)
@@ -61,6 +61,26 @@ SERVER_SETTINGS: dict[str, str] = {
 }
 _PORT_IN_USE = ("Address already in use", "could not bind IPv4", "could not create any TCP/IP sockets")
 
+def private_root_for(data_root: Path) -> Path:
+    """Where the cluster of the backend at `data_root` goes when the server user cannot reach it: named
+    after it, so it can be journaled before it is made, and recognised as that run's."""
+    digest = hashlib.sha256(str(data_root).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"{PRIVATE_ROOT_PREFIX}{digest}"
+
+
+def _why_not_private_root(pgdata: Path, run_dir: Path, cluster: str, data_root: str) -> str:
+    """'' when `pgdata` is in the private root named for a data root inside `run_dir` (journaled with it),
+    holding the owner file with the run's marker; else why it is not, for a message."""
+    root = Path(data_root)
+    if not data_root or not plain(root) or root.parent.resolve() != run_dir.resolve():
+        return f"its ledger names no data root inside this run's directory {run_dir}"
+    if pgdata != private_root_for(root) / "pgdata" or not plain(pgdata.parent):
+        return f"it is not the private directory named for {root}"
+    if not marked(pgdata.parent, cluster):
+        return f"{pgdata.parent} holds no owner file ({OWNER_FILE}) with the run's marker {cluster!r}"
+    return ""
+
+
 class _PortInUse(Exception):
     """The server could not bind its port: pick another (first start) or wait (restart)."""
 
@@ -79,8 +99,9 @@ class LocalPostgres(PostgresBackend):
         self.data_root = Path(data_root).absolute()
         self.pgdata = self.data_root / "pgdata"
         self.log_path = self.data_root / "postgres.log"
-        # Unique per instance: its processes are titled 'postgres: <cluster_name>: ...', so orphans can be found.
-        self.cluster_name = f"queue-chaos-{secrets.token_hex(4)}"
+        # The run's marker (chaos.ownership): its processes are titled 'postgres: <cluster_name>: ...', which
+        # is how its orphans are found (their title is written over their environment).
+        self.cluster_name = new_marker()
         self.dsn = ""
         self.init_method: InitMethod | None = None
         self._on_event = on_event
@@ -102,22 +123,28 @@ class LocalPostgres(PostgresBackend):
 
     @classmethod
     def clean_after_killed_run(cls, started: dict[str, Any], run_dir: Path, url: str | None) -> tuple[bool, str]:
-        """SIGKILL whatever of that server still runs (recognised by its unique cluster name and data dir)
-        and delete its data directory, complete or half-made (`started` may be its `backend.prepare`):
-        only a `pgdata` in the run's own dir or in a private root of ours."""
-        pgdata, cluster = Path(str(started.get("pgdata") or "")).resolve(), str(started.get("cluster_name") or "")
-        private = pgdata.parent.parent == Path(tempfile.gettempdir()) and pgdata.parent.name.startswith(
-            PRIVATE_ROOT_PREFIX)
-        ours = pgdata.parent.parent == run_dir.resolve() or private
-        if not cluster or pgdata.name != "pgdata" or not ours or not os.path.lexists(pgdata.parent if private
-                                                                                      else pgdata):
+        """SIGKILL whatever of that server still runs (its processes carry its cluster name, the run's
+        marker, in their title) and delete its data directory, complete or half-made (`started` may be its
+        `backend.prepare`), once it proves it is the run's: a `pgdata` in the run's own dir or in the private
+        root named for it, beside the owner file with that marker. Anything else is reported, untouched."""
+        named, cluster = str(started.get("pgdata") or ""), str(started.get("cluster_name") or "")
+        if not named:
             return True, ""
-        ident = ServerIdentity(postgres=str(started.get("postgres")), pgdata=str(pgdata), cluster_name=cluster)
+        pgdata = Path(named)
+        private = pgdata.parent.name.startswith(PRIVATE_ROOT_PREFIX)
+        why = (_why_not_private_root(pgdata, run_dir, cluster, str(started.get("data_root") or "")) if private
+               else why_not_owned(named, run_dir, cluster, "pgdata"))
+        if why:
+            if not os.path.lexists(pgdata):
+                return True, ""  # nothing there, and its server died with its runner (parent-death signal)
+            return False, f"its PostgreSQL data directory {pgdata} is not touched: {why}"
+        ident = ServerIdentity(postgres=str(started.get("postgres")), pgdata=named, cluster_name=cluster)
         for process in live_processes(ident):
             with contextlib.suppress(psutil.Error):
                 process.kill()
-        shutil.rmtree(pgdata.parent if pgdata.parent.name.startswith(PRIVATE_ROOT_PREFIX) else pgdata,
-                      ignore_errors=True)
+        if not os.path.lexists(pgdata.parent if private else pgdata):
+            return True, ""
+        shutil.rmtree(pgdata.parent if private else pgdata, ignore_errors=True)
         return True, f"removed its PostgreSQL data directory {pgdata}"
 
     @property
@@ -143,10 +170,14 @@ class LocalPostgres(PostgresBackend):
             self._bins = find_binaries()
             self._run_as = resolve_run_as()
             self._prepare_dirs(self._run_as)
-            # Journaled before the data dir (or the private root holding it) exists: a runner killed from
-            # here on leaves nothing `chaos clean` cannot find.
+            # Marked and journaled before the data dir (or the private root holding it) exists: a runner killed
+            # from here on leaves nothing `chaos clean` cannot find and prove the run's (the private root is
+            # marked as soon as it is made).
+            if self.pgdata.parent == self.data_root:
+                mark(self.data_root, self.cluster_name)
             self._emit(events.backend_prepare(provider=self.provider, pgdata=str(self.pgdata),
-                                              cluster_name=self.cluster_name, postgres=str(self._bins.postgres)))
+                                              cluster_name=self.cluster_name, postgres=str(self._bins.postgres),
+                                              data_root=str(self.data_root)))
             self._make_private_root()
             self._owns_pgdata = True
             self.init_method = create_cluster(self._bins, self._run_as, self.pgdata)
@@ -156,7 +187,8 @@ class LocalPostgres(PostgresBackend):
             self._started = True
             self._emit(events.backend_start(pid=self.pid, port=self.port, provider=self.provider,
                                             start_s=time.monotonic() - began, pgdata=str(self.pgdata),
-                                            cluster_name=self.cluster_name, postgres=str(self._bins.postgres)))
+                                            cluster_name=self.cluster_name, postgres=str(self._bins.postgres),
+                                            data_root=str(self.data_root)))
         except BaseException:
             # Nothing half-started survives a failed start (or a failing on_event): __exit__ never runs then.
             self._started = False
@@ -240,8 +272,7 @@ class LocalPostgres(PostgresBackend):
                 # The server user cannot reach the run dir (e.g. under a 0700 home): keep the log there,
                 # which root writes for it, and put the cluster in a private directory it can reach, named
                 # after the run dir so it can be journaled before it is made.
-                digest = hashlib.sha256(str(self.data_root).encode()).hexdigest()[:16]
-                self.pgdata = Path(tempfile.gettempdir()) / f"{PRIVATE_ROOT_PREFIX}{digest}" / "pgdata"
+                self.pgdata = private_root_for(self.data_root) / "pgdata"
 
     def _make_private_root(self) -> None:
         """Create the private directory _prepare_dirs chose, if it chose one; ours to delete from then on."""
@@ -254,6 +285,7 @@ class LocalPostgres(PostgresBackend):
             raise HarnessError(f"could not create the private PostgreSQL directory {root}: {exc}") from exc
         self._private_root = root
         root.chmod(0o755)
+        mark(root, self.cluster_name)
 
     def _fresh_port(self) -> int:
         """A newly reserved port, giving back the one a failed first start tried."""

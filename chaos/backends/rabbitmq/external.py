@@ -1,6 +1,7 @@
 """The external RabbitMQ provider: your broker (--backend-url or CHAOS_RABBITMQ_URL, an amqp:// URL); each
 run gets a fresh vhost, made and deleted through the broker's management API (CHAOS_RABBITMQ_API_URL, by
-default http://<broker host>:15672/, with the AMQP URL's user and password)."""
+default http://<broker host>:15672/, with the AMQP URL's user and password). The vhost's description is
+its marker object: the run's marker, set by the request that creates it."""
 
 from __future__ import annotations
 
@@ -46,22 +47,22 @@ class ExternalRabbitMQ(ExternalServer):
     def api_url(self) -> str:
         return os.environ.get(ENV_API_URL) or f"http://{self.parts.hostname}:15672/"
 
-    def _api(self, method: str, path: str, body: dict[str, str] | None = None) -> None:
+    def _api(self, method: str, path: str, body: dict[str, str] | None = None) -> bytes:
         url = urllib.parse.urljoin(self.api_url, "api/" + path)
         request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
         credentials = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
         request.add_header("Authorization", f"Basic {credentials}")
         request.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(request, timeout=API_TIMEOUT_S):
-            pass
+        with urllib.request.urlopen(request, timeout=API_TIMEOUT_S) as answer:
+            return bytes(answer.read())
 
     def _vhost_path(self) -> str:
         return "vhosts/" + urllib.parse.quote(self.namespace, safe="")
 
     def create_namespace(self) -> None:
-        """PUT the run's vhost and the URL's user's full permissions on it."""
+        """PUT the run's vhost (described by the run's marker) and the URL's user's full permissions on it."""
         try:
-            self._api("PUT", self._vhost_path())
+            self._api("PUT", self._vhost_path(), {"description": self.marker})
             self._api("PUT", f"permissions/{urllib.parse.quote(self.namespace, safe='')}/"
                              f"{urllib.parse.quote(self.user, safe='')}",
                       {"configure": ".*", "write": ".*", "read": ".*"})
@@ -71,6 +72,18 @@ class ExternalRabbitMQ(ExternalServer):
                 f"(from {ENV_API_URL}, or port 15672 of the broker's host) to create the run's vhost "
                 f"{self.namespace}, but got: {exc}. Enable the rabbitmq_management plugin, set "
                 f"{ENV_API_URL}, or drop --backend external to let the suite start its own node.") from exc
+
+    def namespace_marker(self) -> str | None:
+        try:
+            vhost = json.loads(self._api("GET", self._vhost_path()))
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise HarnessError(f"could not look for the vhost {self.namespace} at {self.api_url}: {exc}") from exc
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise HarnessError(f"could not look for the vhost {self.namespace} at {self.api_url}; delete it by hand "
+                               f"if it is left: {exc}") from exc
+        return str(vhost.get("description") or "") if isinstance(vhost, dict) else ""
 
     def drop_namespace(self) -> None:
         try:

@@ -1,5 +1,6 @@
 """The external Redis provider: your server (--backend-url or CHAOS_REDIS_URL); the run's keys live under
-its own prefix, deleted at the run's end."""
+its own prefix, deleted at the run's end. Its first key is its marker object: `<prefix>queue-chaos-owner`,
+holding the run's marker."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from chaos.backends.redis import ENV_URL
 from chaos.backends.redis.local import namespace
 from chaos.errors import ConfigError, HarnessError
 from chaos.worker.redis import Keys
+
+MARKER_KEY = "queue-chaos-owner"  # under the run's prefix
 
 
 class ExternalRedis(ExternalServer):
@@ -27,14 +30,26 @@ class ExternalRedis(ExternalServer):
         return redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
 
     def create_namespace(self) -> None:
-        """A prefix needs no creation: check the server answers."""
+        """A prefix needs no creation: check the server answers, and set the marker key."""
         try:
             with self.client() as client:
-                client.ping()
+                client.set(self.namespace + MARKER_KEY, self.marker)
         except redis.RedisError as exc:
             raise ConfigError(f"Expected a reachable Redis server at {mask_password(self.url)} (from --backend-url "
                               f"or {ENV_URL}), but got: {exc}. Check the address and password, or drop "
                               "--backend external to let the suite start its own server.") from exc
+
+    def namespace_marker(self) -> str | None:
+        try:
+            with self.client() as client:
+                found = client.get(self.namespace + MARKER_KEY)
+                if found is None:
+                    return None if next(client.scan_iter(match=Keys(self.namespace).every_key(), count=1000),
+                                        None) is None else ""
+        except redis.RedisError as exc:
+            raise HarnessError(f"could not look for the keys {self.namespace}* on {mask_password(self.url)}; "
+                               f"delete them by hand if they are left: {exc}") from exc
+        return found.decode(errors="replace") if isinstance(found, bytes) else str(found)
 
     def drop_namespace(self) -> None:
         try:

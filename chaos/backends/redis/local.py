@@ -19,6 +19,9 @@ PERSISTENCE_ARGV = {  # the setting's values, as redis-server options
 # An observer attaches as a replica (chaos.backends.redis.observer): its snapshot goes straight down the
 # socket, at once, so no RDB file appears in the data dir for a restart to load, whatever `persistence` says.
 REPLICA_ARGV = ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]
+# A title written over the process's environment would erase the marker (chaos.backends.local_server.MARKER)
+# by which every process of the server, a forked child too, is found.
+NO_TITLE_ARGV = ["--set-proc-title", "no"]
 
 
 def namespace(run_id: str) -> str:
@@ -54,7 +57,7 @@ class LocalRedis(LocalServer):
     def argv(self) -> list[str]:
         return [require_binary("redis-server", "redis-server", "Redis"), "--port", str(self.port), "--bind", HOST,
                 "--dir", str(self.data_dir), "--save", "", "--daemonize", "no", "--protected-mode", "no",
-                "--logfile", "", *PERSISTENCE_ARGV[self.persistence], *REPLICA_ARGV]
+                "--logfile", "", *NO_TITLE_ARGV, *PERSISTENCE_ARGV[self.persistence], *REPLICA_ARGV]
 
     def ready(self) -> bool:
         return answers(url_at(HOST, self.port))

@@ -1,7 +1,8 @@
 """The external SQS provider: any SQS-compatible endpoint of yours (real SQS, ElasticMQ, LocalStack:
 --backend-url or CHAOS_SQS_URL), with the credentials and region of the standard AWS environment unless
 the URL carries them. The run creates its own queues there (jobs, dead letters, completion records) and
-deletes them at its end, or `chaos clean` does after a killed run; it touches no other queue."""
+deletes them at its end, or `chaos clean` does after a killed run; it touches no other queue. Each queue is
+created with its marker object, a tag holding the run's marker."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from chaos.worker.sqs import connect, error_code, queue_for, queue_names
 GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 # Unreachable, refused, or no usable credentials or region: none of it lets the run use the endpoint.
 REFUSALS = (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError)
+MARKER_TAG = "queue-chaos-owner"
 
 
 class ExternalSqs(ExternalServer):
@@ -29,17 +31,37 @@ class ExternalSqs(ExternalServer):
     namespace_for = staticmethod(queue_for)
 
     def create_namespace(self) -> None:
-        """Create the run's queues (plain: the control sets their lease and redrive policy)."""
+        """Create the run's queues, each tagged with the run's marker (plain otherwise: the control sets their
+        lease and redrive policy)."""
         client = None
         try:
             client = connect(self.url)
             for name in queue_names(self.namespace):
-                client.create_queue(QueueName=name)
+                client.create_queue(QueueName=name, tags={MARKER_TAG: self.marker})
         except REFUSALS as exc:
             raise ConfigError(f"Expected an SQS endpoint at {mask_password(self.url)} (from --backend-url or "
                               f"{ENV_URL}) that lets the run create its queues, but got: {exc!r}. Check the "
                               "address and the AWS credentials in the environment, or drop --backend external "
                               "to let the suite start its own (moto) server.") from exc
+        finally:
+            if client is not None:
+                client.close()
+
+    def namespace_marker(self) -> str | None:
+        """The jobs queue's tag (the first queue made)."""
+        client = None
+        try:
+            client = connect(self.url)
+            try:
+                queue = client.get_queue_url(QueueName=self.namespace)["QueueUrl"]
+            except botocore.exceptions.ClientError as exc:
+                if error_code(exc) in GONE:
+                    return None
+                raise
+            return str(client.list_queue_tags(QueueUrl=queue).get("Tags", {}).get(MARKER_TAG, ""))
+        except REFUSALS as exc:
+            raise HarnessError(f"could not look for the queue {self.namespace} on {mask_password(self.url)}; delete "
+                               f"the run's queues by hand if they are left: {exc!r}") from exc
         finally:
             if client is not None:
                 client.close()
