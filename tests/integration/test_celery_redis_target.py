@@ -28,10 +28,10 @@ SUITE = Path(__file__).resolve().parents[2] / "targets" / TARGET / "known_answer
 SCENARIO = "kill_after_claim_before_effect"
 
 
-def kill_cell(acks: str) -> Cell:
-    """The adapter's cell of SCENARIO for `acks` (the early cells run target.toml's default: no -p)."""
+def cell(acks: str, scenario: str = SCENARIO) -> Cell:
+    """The adapter's cell of `scenario` for `acks` (the early cells run target.toml's default: no -p)."""
     (found,) = [c for c in load_suite(SUITE).cells
-                if c.target == TARGET and c.scenario == SCENARIO and ("acks=late" in c.params) == (acks == "late")]
+                if c.target == TARGET and c.scenario == scenario and ("acks=late" in c.params) == (acks == "late")]
     return found
 
 
@@ -50,7 +50,7 @@ def test_target_check_finds_every_seam_holding(acks: str, tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("acks", ["early", "late"])
 def test_the_kill_cell_gives_its_known_verdict(acks: str, tmp_path: Path) -> None:
-    known = kill_cell(acks)
+    known = cell(acks)
     result = chaos(*known.argv(1, tmp_path), timeout=120)
     assert result.code == known.exit_code, result.stdout + result.stderr
     verdict = result.verdict
@@ -77,4 +77,29 @@ def test_the_kill_cell_gives_its_known_verdict(acks: str, tmp_path: Path) -> Non
         assert [(v["kind"], v["job"]) for v in verdict["violations"]] == [("redelivered_after_owner_loss", held.job)]
     else:
         assert not verdict["violations"] and verdict["jobs"][held.job] == "completed"
+    assert not run_processes(result.dir)
+
+
+@pytest.mark.parametrize("scenario", ["lease_shorter_than_handler", "stop_owner_then_kill_next_owner"])
+def test_a_takeover_still_running_at_the_end_finishes_its_task(scenario: str, tmp_path: Path) -> None:
+    """A worker that took the long job over by the visibility timeout while its first owner still ran it
+    is 3-4 s from the end of its handler when the first owner's completion drains the run. Celery's warm
+    shutdown finishes that task within shutdown_grace_s, so its effect is always in the ledger: the overlap
+    is counted on every run, where a 3 s grace cut the task tenths of a second either side of its effect."""
+    known = cell("late", scenario)
+    result = chaos(*known.argv(1, tmp_path), timeout=180)
+    assert result.code == known.exit_code, result.stdout + result.stderr
+    ledger = read_events(result.dir / "ledger.sqlite")
+    assert not [e for e in ledger if e.kind == events.PROCESS_EXIT and e.data.get("forced")], "a worker was SIGKILLed"
+    (long_job,) = {e.job for e in ledger if e.kind == events.ENQUEUE and e.data["handler_s"] > 0}
+    effects = [e for e in ledger if e.kind == events.PROBE_EFFECT and e.job == long_job]
+    first, takeover = effects[0], effects[-1]
+    assert len(effects) == 2 and first.worker != takeover.worker
+    token = takeover.data["token"]
+    claimed = next(e for e in ledger if e.kind == events.PROBE_CLAIM and e.data["token"] == token)
+    drained = next(e for e in ledger if e.kind == events.DRAINED)
+    assert claimed.seq < first.seq < drained.seq < takeover.seq, "claimed while the first ran, effected after the drain"
+    assert any(e.kind == events.PROBE_ACK and e.data["token"] == token for e in ledger)
+    assert result.verdict["counts"]["overlapped"] == 1
+    assert {k: result.verdict["counts"][k] for k in known.counts} == known.counts
     assert not run_processes(result.dir)
