@@ -33,9 +33,9 @@ class CliResult:
 
 
 def chaos(*args: str, runs_dir: Path | None = None, env: dict[str, str] | None = None,
-          timeout: float = 180) -> CliResult:
+          timeout: float = 180, cwd: Path = REPO) -> CliResult:
     full_env = dict(os.environ, **(env or {}))
-    proc = subprocess.run([sys.executable, "-m", "chaos", *args], cwd=REPO, env=full_env,
+    proc = subprocess.run([sys.executable, "-m", "chaos", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
     if runs_dir is None:
         runs_dir = Path(args[args.index("--runs-dir") + 1])
