@@ -2,6 +2,9 @@
 queue names. Each is checked once, where it is read: a name that could climb out of the run dir, nest it
 where `chaos clean` never looks, or hide a control character in a log name is refused as a usage error.
 
+A name is at most MAX_NAME_BYTES long: a run dir's name holds a target's and a scenario's, and a file
+name holds 255 bytes.
+
 The run id built from them is reduced to a safe alphabet, so no server's pattern syntax (a Redis glob,
 an SQL LIKE, an AMQP name) can read meaning into it.
 """
@@ -13,6 +16,7 @@ import re
 from chaos.errors import ConfigError
 
 _UNSAFE_FOR_IDS = re.compile(r"[^A-Za-z0-9._-]")
+MAX_NAME_BYTES = 100
 
 
 def check_name(value: object, what: str, fix: str) -> str:
@@ -22,9 +26,10 @@ def check_name(value: object, what: str, fix: str) -> str:
     if problem is None:
         assert isinstance(value, str)
         return value
-    raise ConfigError(f"The {what} {value!r} {problem}. A name becomes part of file names and of the run's keys "
+    shown = repr(value) if len(repr(value)) <= 60 else f"{repr(value)[:50]}...'"
+    raise ConfigError(f"The {what} {shown} {problem}. A name becomes part of file names and of the run's keys "
                       f"on the server: use letters, digits and '_', '-', '.' (no '/', '\\', '..', NUL or control "
-                      f"characters). {fix}")
+                      f"characters; at most {MAX_NAME_BYTES} bytes). {fix}")
 
 
 def _problem(value: object) -> str | None:
@@ -38,6 +43,12 @@ def _problem(value: object) -> str | None:
         return "contains '..'"
     if any(ord(char) < 32 or ord(char) == 127 for char in value):
         return "contains a NUL or control character"
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:  # a byte of a file name or an argument that is no UTF-8
+        return "is not UTF-8 text"
+    if size > MAX_NAME_BYTES:
+        return f"is {size} bytes long"
     return None
 
 

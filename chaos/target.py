@@ -12,6 +12,8 @@ worker environment, and takes the final `snapshot()` of every job as the queue i
 from __future__ import annotations
 
 import math
+import os
+import shutil
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -206,6 +208,23 @@ class Target:
                   "endpoint_url": endpoint_url, "namespace": namespace, "param": _Params(self.params)}
         return [part.format(**values) for part in argv]
 
+    def check_programs(self) -> None:
+        """Refuse (ConfigError) a worker or reconciler command whose program cannot start here, naming its
+        key, before anything starts (else the run would break halfway, its scenario seeming to blame). A
+        program in a container is the image's, which the host cannot see."""
+        if self.image is not None:
+            return
+        for key, argv in (("worker", self.worker), ("reconciler", self.reconciler or [])):
+            if not argv:
+                continue
+            program = self.command(argv[:1], "w1", "", "")[0]
+            problem = _program_problem(program, self.path)
+            if problem is not None:
+                raise ConfigError(f"{self.path / 'target.toml'}: {key} = {argv!r} starts {program!r}, which {problem}. "
+                                  f"The first item of {key} is its program: an executable file (a path relative to "
+                                  "the target folder, or absolute) or a command on PATH, such as \"{python}\" (then "
+                                  "the script: [\"{python}\", \"{target_dir}/worker.py\"]).")
+
     def load_control(self, backend: Backend) -> Control:
         control: Control = self._construct(self.control, "control", backend)
         missing = [name for name in CONTROL_MEMBERS if not hasattr(control, name)]
@@ -262,9 +281,11 @@ def load_target(folder: Path) -> Target:
         raise ConfigError(f"{file}: backend = {backend!r} is not supported; expected one of {', '.join(KINDS)}.")
     worker = need("worker", list, '["{python}", "{target_dir}/worker.py"] (the worker command)')
     reconciler = raw.get("reconciler")
-    for argv, key in ((worker, "worker"), (reconciler or ["x"], "reconciler")):
-        if not isinstance(argv, list) or not argv or not all(isinstance(part, str) for part in argv):
-            raise ConfigError(f"{file}: {key} must be a non-empty list of strings (a command and its arguments).")
+    for argv, key in ((worker, "worker"), *([(reconciler, "reconciler")] if "reconciler" in raw else [])):
+        if not isinstance(argv, list) or not argv or not all(isinstance(part, str) for part in argv) \
+                or not argv[0].strip():
+            raise ConfigError(f"{file}: {key} = {argv!r}; expected a non-empty list of strings, a program and its "
+                              "arguments, such as [\"{python}\", \"{target_dir}/worker.py\"].")
     contract = Contract.from_dict(dict(need("contract", dict, "a [contract] table")), str(file))
     params = _load_params(dict(need("params", dict, "a [params] table")) if "params" in raw else {}, file)
     for argv, key in ((worker, "worker"), (reconciler or [], "reconciler")):
@@ -392,6 +413,20 @@ class _Params:
             raise KeyError(f"param:{name}")
         value = self.params[name]
         return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _program_problem(program: str, folder: Path) -> str | None:
+    """Why `program` cannot be executed as a process started in `folder` would execute it, or None."""
+    if "/" not in program:
+        return None if shutil.which(program) else "is not a command on PATH"
+    path = folder / program
+    if path.is_dir():
+        return "is a directory"
+    if not path.is_file():
+        return "does not exist"
+    if not os.access(path, os.X_OK):
+        return "is a file that is not executable (chmod +x it, or name its interpreter first)"
+    return None
 
 
 def _check_placeholders(argv: list[str], key: str, params: dict[str, Any], file: Path) -> None:

@@ -113,3 +113,107 @@ def edited_file(document: Any) -> st.SearchStrategy[bytes]:
     UTF-8, nesting past any parser's depth)."""
     return st.one_of(edited_json(document).map(lambda changed: json.dumps(changed, allow_nan=True).encode()),
                      st.binary(max_size=64), st.integers(1, 5000).map(lambda depth: b"[" * depth + b"]" * depth))
+
+
+# -- suite files -----------------------------------------------------------------------------------------
+
+SUITE_TARGETS = ["redis_basic", "no_such_queue", "", "../outside"]  # one real target, with a fast server
+ONE_JOB = "@one_job"  # stands for the path of a one-job scenario, which the test writes and puts in its place
+SUITE_SCENARIOS = [ONE_JOB, "no_such_scenario", ""]
+seeds_values = st.one_of(st.sampled_from([1, 0, -1, [1, 2], [], [True], "1-2", "2-1", "0-2", "x", 1.5,
+                                          "1-100000000", 2**62, [2**62, 1]]), values)
+repeat_values = st.one_of(st.sampled_from([1, 2, 0, -1, True, "2", 10**9]), values)
+# never one real target alone: a correct target gets a cell for every bundled scenario, too many runs here
+correct_values = st.one_of(st.sampled_from([["no_such_queue"], ["redis_basic", "redis_basic"], "redis_basic", [1],
+                                            []]), values)
+include_values = st.one_of(st.sampled_from([["missing.toml"], ["chaos.toml"], "part.toml", [1], []]), values)
+
+
+SANE_SUITE = {"seeds": st.sampled_from([1, 0, [1, 2], "1-2"]), "repeat": st.sampled_from([1, 2])}
+SANE_CELL = {"verdict": st.just("pass"), "counts": st.just({"lost": 0}), "params": st.just({"persistence": "none"}),
+             "max_recovery_s": st.just(30)}
+ODD_SUITE = {"seeds": seeds_values, "repeat": repeat_values, "correct": correct_values, "include": include_values,
+             "backend": st.sampled_from(["local", "external", "nope", 5]),
+             "worker_image": st.sampled_from(["", "queue-chaos/no-such-image:1", 5]), "bogus": values}
+ODD_CELL = {"target": st.one_of(st.sampled_from(SUITE_TARGETS), values),
+            "scenario": st.one_of(st.sampled_from(SUITE_SCENARIOS), values),
+            "scenarios": st.one_of(st.lists(st.sampled_from(SUITE_SCENARIOS), max_size=2), values),
+            "verdict": st.sampled_from(["fail", "inconclusive", "error", "PASS", 1]),
+            "violation": st.sampled_from(["lost", "stuck", "", 5]),
+            "params": st.one_of(st.sampled_from([{"persistence": "x"}, {"zz": 1}, ["a=b"], ["nokey"]]), values),
+            "contract": st.one_of(st.sampled_from([{"recovery_bound_s": 2}, {"delivery": "maybe"}]), values),
+            "scenario_params": st.one_of(st.sampled_from([{"mode": "x"}, ["m=1"]]), values),
+            "counts": st.one_of(st.sampled_from([{"lost": 1.5}, {"completed": 2}]), values),
+            "max_recovery_s": st.one_of(st.sampled_from([-1, math.nan, math.inf]), values),
+            "witness_order": values, "anomalies": values, "rule": values, "server_bug": values,
+            "backend": ODD_SUITE["backend"], "worker_image": ODD_SUITE["worker_image"],
+            "instead_of_default": values, "bogus": values}
+
+
+def _settings(draw: st.DrawFn, sane: dict[str, st.SearchStrategy[Any]]) -> dict[str, Any]:
+    return {key: draw(strategy) for key, strategy in sane.items() if draw(st.booleans())}
+
+
+@st.composite
+def suite_files(draw: st.DrawFn) -> bytes:
+    """A suite file (bytes: some are no UTF-8, some nest too deep). It starts sane and small (one or two
+    cells of a one-job run, two seeds and two repeats at most) and gets up to two odd values or missing
+    keys, so that some suites run and the rest are refused in every way a file can be wrong."""
+    odd = draw(st.sampled_from(["none"] * 8 + ["latin1", "deep", "garbage"]))
+    if odd == "deep":
+        return b"x = " + b"[" * 3000 + b"]" * 3000 + b"\n"
+    if odd == "garbage":
+        return draw(st.binary(max_size=64))
+    top = _settings(draw, SANE_SUITE)
+    cells = [{"target": "redis_basic", "scenario": ONE_JOB, **_settings(draw, SANE_CELL)}
+             for _ in range(draw(st.integers(1, 2)))]
+    for _ in range(draw(st.integers(0, 2))):
+        table = draw(st.sampled_from([top, *cells]))
+        key = draw(st.sampled_from(sorted(ODD_SUITE if table is top else ODD_CELL)))
+        if key in table and draw(st.booleans()):
+            del table[key]
+        else:
+            table[key] = draw((ODD_SUITE if table is top else ODD_CELL)[key])
+    lines = [f"{key} = {toml_value(value)}" for key, value in top.items()]
+    for cell in cells:
+        lines.append("[[cell]]")
+        lines += [f"{key} = {toml_value(value)}" for key, value in cell.items()]
+    text = "\n".join(lines) + "\n"
+    return text.encode("latin-1", "replace") + b"# \xe9\xff\n" if odd == "latin1" else text.encode()
+
+
+# -- chaos explore's arguments -----------------------------------------------------------------------------
+
+EXPLORE_OPTIONS = {  # each option's values, the odd among the sane
+    "--target": ["pg_lease", "no_such_queue", "", "../outside"],
+    "--faults": ["kill", "stop", "kill,stop", ",", "", " , ", "kill,,kill", "nuke", "pause", "KILL"],
+    "--shard": ["1/1", "1/2", "2/2", "0/1", "2/1", "1/0", "a/b", "", "-1/2"],
+    "--mode": ["guided", "random", "nope"],
+    "--seed": ["0", "-5", str(2**70), "x", "1.5"],
+    "--time": ["0", "-1", "nan", "inf", "20", "x"],
+    "--backend": ["local", "external", "nope"],
+    "--worker-image": ["queue-chaos/no-such-image:1", ""],
+    "-j": ["1", "0", "x"],
+    "-p": ["reclaim=early", "reclaim=sometimes", "reclaim", "=", "zz=1", "heartbeat="],
+    "-c": ["watchdog=true", "watchdog=maybe", "lease_s=nan", "x"],
+    "--budget": ["1", "0", "-1", "x"],
+    "--replays": ["1", "0"],
+}
+
+
+COUNTS = ("--budget", "--replays", "-j")  # never any text: a larger count would be a longer test, not an odder one
+
+
+@st.composite
+def explore_arguments(draw: st.DrawFn) -> list[str]:
+    """`chaos explore` arguments: a search of one run and one replay, with up to three options added or
+    changed (any of them odd), so that some searches run and the rest are refused."""
+    chosen: dict[str, list[str]] = {"--target": ["pg_lease"], "--budget": ["1"], "--replays": ["1"]}
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(st.sampled_from(sorted(EXPLORE_OPTIONS)))
+        values = st.sampled_from(EXPLORE_OPTIONS[name])
+        if name not in COUNTS:
+            values = st.one_of(values, st.text("kilstop,=/1 ", max_size=8))
+        chosen[name] = [*chosen.get(name, []), draw(values)] if name in ("-p", "-c") else [draw(values)]
+    args = [arg for name, values in chosen.items() for value in values for arg in (name, value)]
+    return args + (["--fresh"] if draw(st.booleans()) else [])

@@ -4,7 +4,9 @@ as it is, so a user starts from a passing verdict and changes one thing at a tim
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -43,7 +45,12 @@ def new_target(name: str, kind: str, parent: Path) -> Path:
     if kind not in KINDS:
         raise ConfigError(f"--backend {kind!r} is not a backend kind; expected one of {', '.join(KINDS)}.")
     folder = parent / name
-    if folder.exists():
+    try:
+        exists = folder.exists()
+    except OSError as exc:  # a --dir too long, or one that cannot be looked into
+        raise ConfigError(f"Cannot write {folder} ({exc.strerror or exc}); --dir must be a writable "
+                          "directory.") from exc
+    if exists:
         raise ConfigError(f"{folder} already exists; chaos target new never overwrites anything. Pick another "
                           "NAME, or another --dir.")
     template = reference_target(kind)
@@ -57,8 +64,16 @@ def new_target(name: str, kind: str, parent: Path) -> Path:
         raise ConfigError(f"Cannot write {folder} ({exc.strerror or exc}); --dir must be a writable "
                           "directory.") from exc
     toml = (source / "target.toml").read_text()
-    toml = re.sub(r'^name = ".*"$', f'name = "{name}"', toml, count=1, flags=re.MULTILINE)
-    toml = re.sub(r'^description = ".*"$', f'description = "{name}: started from {template}"', toml, count=1,
+    description = f"{name}: started from {template}"
+    toml = re.sub(r'^name = ".*"$', lambda _: f"name = {toml_string(name)}", toml, count=1, flags=re.MULTILINE)
+    toml = re.sub(r'^description = ".*"$', lambda _: f"description = {toml_string(description)}", toml, count=1,
                   flags=re.MULTILINE)
-    (folder / "target.toml").write_text(HEADER.format(template=template, kind=kind, path=folder) + toml)
+    (folder / "target.toml").write_text(HEADER.format(template=template, kind=kind, path=shlex.quote(str(folder)))
+                                        + toml, encoding="utf-8")
     return folder
+
+
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string, whatever quotes or backslashes a name holds: JSON's escapes are TOML's,
+    and characters past ASCII are written as themselves (TOML has no surrogate pairs)."""
+    return json.dumps(text, ensure_ascii=False)

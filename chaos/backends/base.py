@@ -56,6 +56,13 @@ class Backend(Protocol):
         """Build the backend from the run's settings and start it."""
         raise NotImplementedError
 
+    @classmethod
+    def preflight(cls, url: str | None) -> None:
+        """Refuse (ConfigError), before a run starts anything, what keeps this provider from having a server
+        here at all (an external server's missing URL, a Docker engine that does not answer); `url` is
+        --backend-url. A suite asks it of every cell before its first run."""
+        return None
+
     @property
     def endpoint(self) -> Endpoint:
         """Where the server listens (the run's workers get their own endpoints from the environment)."""

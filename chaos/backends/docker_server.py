@@ -62,6 +62,11 @@ class DockerServer(Backend):
     def open(cls, settings: BackendSettings) -> Self:
         return cls(settings).start()
 
+    @classmethod
+    def preflight(cls, url: str | None) -> None:
+        """A Docker engine answers here."""
+        engine.client()
+
     # -- what a server kind says -----------------------------------------------------------------------
 
     @staticmethod

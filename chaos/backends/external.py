@@ -53,12 +53,7 @@ class ExternalServer(Backend):
     @classmethod
     def open(cls, settings: BackendSettings) -> Self:
         """The user's server from --backend-url, else the kind's environment variable; a fresh namespace."""
-        url = settings.url or os.environ.get(cls.env_url) or None
-        if url is None:
-            raise ConfigError(
-                f"The external {cls.name} provider needs the URL of an existing server, but neither --backend-url "
-                f"nor {cls.env_url} is set. Pass --backend-url {cls.example_url} (or export {cls.env_url}), or "
-                "drop --backend external to let the suite start its own server.")
+        url = cls.server_url(settings.url)
         backend = cls(url, settings.run_id)
         recorded = {"provider": cls.provider, "url": mask_password(url), "namespace": backend.namespace,
                     "marker": backend.marker}
@@ -68,6 +63,22 @@ class ExternalServer(Backend):
         if settings.on_event is not None:
             settings.on_event(events.backend_start(**recorded))
         return backend
+
+    @classmethod
+    def preflight(cls, url: str | None) -> None:
+        """A URL is given or exported, and this kind can use it (the server is first asked when a run starts)."""
+        cls(cls.server_url(url), "")
+
+    @classmethod
+    def server_url(cls, given: str | None) -> str:
+        """--backend-url, else the kind's environment variable."""
+        url = given or os.environ.get(cls.env_url) or None
+        if url is None:
+            raise ConfigError(
+                f"The external {cls.name} provider needs the URL of an existing server, but neither --backend-url "
+                f"nor {cls.env_url} is set. Pass --backend-url {cls.example_url} (or export {cls.env_url}), or "
+                "drop --backend external to let the suite start its own server.")
+        return url
 
     # -- what a server kind says ---------------------------------------------------------------------
 

@@ -46,6 +46,10 @@ class Provider:
         """Build and start the backend."""
         return self.backend_class().open(settings)
 
+    def preflight(self, url: str | None) -> None:
+        """Refuse what keeps this provider from having a server here (Backend.preflight)."""
+        self.backend_class().preflight(url)
+
 
 def providers(kind: str) -> dict[str, Provider]:
     if kind not in KINDS:

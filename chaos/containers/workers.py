@@ -132,6 +132,33 @@ def python_mounts() -> list[str]:
     return list(dict.fromkeys(["/usr", sys.base_prefix, sys.prefix]))
 
 
+def check_image(image: str) -> None:
+    """Refuse (ConfigError) workers in containers of `image` where they cannot start: no engine answers, no
+    docker command, or an image the engine lacks (none can be pulled here; the suite's own is built when a
+    run first needs it). A run checks this before it starts anything, and a suite before its first run."""
+    client = engine.client()
+    docker_command()
+    if image == SUITE_PYTHON:
+        return
+    import docker
+
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound as exc:
+        raise ConfigError(f"The target's worker image {image!r} is not in the Docker engine, and no image can be "
+                          "pulled here. Build it first (docker build or docker import), or set image = "
+                          f"\"{SUITE_PYTHON}\" to run the workers on the host's Python in a container.") from exc
+
+
+def docker_command() -> str:
+    """The docker command, which starts each worker's container."""
+    found = shutil.which("docker")
+    if found is None:
+        raise ConfigError("Workers in containers are started with the docker command, which is not on PATH. "
+                          "Install Debian's docker.io (ci/setup.sh does), or drop the target's image.")
+    return found
+
+
 @dataclass
 class WorkerContainers:
     """How one run's processes start in containers of `image`; each start gets a container of its own."""
@@ -144,26 +171,15 @@ class WorkerContainers:
     @classmethod
     def prepare(cls, image: str, run_id: str, mounts: list[str]) -> WorkerContainers:
         """Check the engine and the image (building the suite's own) before anything starts."""
-        client = engine.client()
+        check_image(image)
         if image == SUITE_PYTHON:
             return cls(images.ensure(python_image()), run_id, [*python_mounts(), *mounts])
-        import docker
-
-        try:
-            client.images.get(image)
-        except docker.errors.ImageNotFound as exc:
-            raise ConfigError(f"The target's worker image {image!r} is not in the Docker engine, and no image can be "
-                              "pulled here. Build it first (docker build or docker import), or set image = "
-                              f"\"{SUITE_PYTHON}\" to run the workers on the host's Python in a container.") from exc
         return cls(image, run_id, mounts)
 
     def command(self, name: str, argv: list[str], env: list[str], cwd: Path | None) -> tuple[str, list[str]]:
         """(container name, the `docker run` command line that runs argv in it); the variables `env` names
         are passed by name, their values coming from the client's own environment."""
-        docker_cli = shutil.which("docker")
-        if docker_cli is None:
-            raise ConfigError("Workers in containers are started with the docker command, which is not on PATH. "
-                              "Install Debian's docker.io (ci/setup.sh does), or drop the target's image.")
+        docker_cli = docker_command()
         container = f"queue-chaos-{self.run_id}-{name}-{next(self._numbers)}"
         command = [docker_cli, "run", "--rm", "--init", "--name", container, "--network", "host"]
         for key, value in engine.labels(self.run_id).items():

@@ -97,6 +97,9 @@ def takeable_faults(options: ExploreOptions) -> tuple[str, ...]:
     settings = run_options(options.variant.cell("explore"))
     prepare(target, _declaring(()), settings)
     wanted = options.faults if options.faults is not None else FAULTS
+    if not wanted:
+        raise ConfigError(f"--faults names no fault kind: expected some of {', '.join(FAULTS)}, comma-separated "
+                          "(--faults kill,stop), or no --faults for every kind the target can take.")
     unknown = [kind for kind in wanted if kind not in FAULTS]
     if unknown:
         raise ConfigError(f"--faults {','.join(unknown)}: the schedule language has the faults "

@@ -28,6 +28,7 @@ from chaos.backends.base import BackendSettings
 from chaos.backends.registry import Provider, provider, server_options
 from chaos.check.checker import judge
 from chaos.check.verdict import Verdict
+from chaos.containers.workers import check_image
 from chaos.discovery import bundled
 from chaos.errors import ChaosError, ConfigError, NotExercised, ScenarioError, TargetCodeError
 from chaos.events import Event
@@ -153,14 +154,19 @@ class Prepared:
 
 
 def prepare(target: Target, scenario: Scenario, options: RunOptions) -> Prepared:
-    """Everything a run checks before it starts anything (each mistake a ConfigError): a suite checks every
-    cell this way before its first run."""
+    """Everything a run checks before it starts anything (each mistake a ConfigError): its settings, that
+    the target's programs can start, and that its server and its workers' containers can be had here. A
+    suite checks every cell this way before its first run."""
     if options.worker_image:
         target = replace(target, image=options.worker_image)
     prepared = Prepared(target.with_params(options.overrides).with_contract(options.contract),
                         scenario.with_params(options.scenario_params), provider(target.backend, options.backend))
     check_server_overrides(prepared.target, prepared.provider, options.overrides)
     check_faults(scenario, prepared.provider, prepared.target)
+    prepared.target.check_programs()
+    prepared.provider.preflight(options.backend_url)
+    if prepared.target.image is not None:
+        check_image(prepared.target.image)
     return prepared
 
 

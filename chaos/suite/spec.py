@@ -22,13 +22,16 @@ and `worker_image = "queue-chaos/python"` (--worker-image). A cell may also stat
 `rule` and `server_bug` (chaos.suite.expect says what each checks). A cell of a variant may say
 `instead_of_default = "why"`: its answer stands for the plain target's on that scenario (no pass cell is
 made for the pair), for a setting the answer needs on every machine. Everything is checked when the file
-is read: a mistake is one paragraph naming the file and the cell, before anything runs.
+is read: a mistake is one paragraph naming the file and the cell, before anything runs. A suite has
+bounds (MAX_RUNS planned runs, includes MAX_INCLUDE_DEPTH deep), so a typo in a range or a runaway chain
+of includes is a usage error, not a machine out of memory or stack.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,8 @@ CELL_KEYS = {*SETTINGS, "target", "scenario", "scenarios", "params", "contract",
              "counts", "max_recovery_s", "min_recovery_s", "witness_order", "anomalies", "rule", "server_bug",
              "instead_of_default"}
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+MAX_RUNS = 100_000  # planned runs of one suite (cells x seeds x repeat): days of runs, far past any real one
+MAX_INCLUDE_DEPTH = 32  # files in one chain of includes
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ def find_suite_file(given: Path | None) -> Path:
     if Path(SUITE_FILE).is_file():
         return Path(SUITE_FILE)
     pyproject = Path("pyproject.toml")
-    if pyproject.is_file() and "chaos" in _read(pyproject).get("tool", {}):
+    if pyproject.is_file() and _has_tool_chaos(_read(pyproject)):
         return pyproject
     raise ConfigError(f"No suite file here: expected {SUITE_FILE}, or a pyproject.toml with a [tool.chaos] table, "
                       "in the current directory, or a file named on the command line (chaos suite FILE). README's "
@@ -87,7 +92,7 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
     adapter, per team) stays in a file of its own; their own seeds and repeat give way to this file's."""
     raw = _read(path)
     if path.name == "pyproject.toml":
-        raw = raw.get("tool", {}).get("chaos", {})
+        raw = _tool_chaos(raw, path)
         where = f"{path} [tool.chaos]"
     else:
         where = str(path)
@@ -113,6 +118,10 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
     if not isinstance(correct, list) or not all(isinstance(name, str) for name in correct):
         raise ConfigError(f"{where}: correct = {correct!r}; expected a list of target names, each of which passes "
                           "every scenario.")
+    twice = sorted(name for name, times in Counter(correct).items() if times > 1)
+    if twice:
+        raise ConfigError(f"{where}: correct lists {', '.join(twice)} more than once; each target there gets a pass "
+                          "cell per scenario, so twice would be two cells of one name. Keep one of each.")
     made = [Cell(target, scenario, listed=False, backend=defaults["backend"], worker_image=defaults["worker_image"])
             for target in correct for scenario in _all_scenarios()
             if (target, scenario) not in plain and runnable(target, scenario, **defaults)]
@@ -125,8 +134,14 @@ def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int 
     if not cells and not made:
         raise ConfigError(f"{where} lists no cell: expected [[cell]] tables (target, scenario or scenarios) or "
                           "correct = [target, ...].")
-    return Suite(path, tuple(cells + made), seeds or parse_seeds(raw.get("seeds", [1]), where),
-                 repeat or _positive(raw.get("repeat", 1), "repeat", where))
+    suite = Suite(path, tuple(cells + made), seeds or parse_seeds(raw.get("seeds", [1]), where),
+                  repeat or _positive(raw.get("repeat", 1), "repeat", where))
+    runs = len(suite.cells) * len(suite.seeds) * suite.repeat
+    if runs > MAX_RUNS:
+        raise ConfigError(f"{where} plans {runs:,} runs ({len(suite.cells)} cell(s) x {len(suite.seeds)} seed(s) x "
+                          f"repeat {suite.repeat}), more than a suite takes ({MAX_RUNS:,}); fewer cells, "
+                          "fewer seeds or a smaller repeat.")
+    return suite
 
 
 def _includes(raw: dict[str, Any], path: Path, where: str, including: tuple[Path, ...]) -> list[Path]:
@@ -136,6 +151,10 @@ def _includes(raw: dict[str, Any], path: Path, where: str, including: tuple[Path
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise ConfigError(f"{where}: include = {names!r}; expected a list of suite files, relative to {path.parent}.")
     parts = [path.parent / name for name in names]
+    if parts and len(including) >= MAX_INCLUDE_DEPTH:
+        raise ConfigError(f"{where}, the last of a chain of {len(including)} files each including the next, "
+                          f"includes {parts[0]}: a chain may be {MAX_INCLUDE_DEPTH} files long. Include the parts "
+                          "from fewer levels (one file may include many).")
     for part in parts:
         if not part.is_file():
             raise ConfigError(f"{where} includes {part}, which is not a file: expected a suite file (TOML with "
@@ -147,9 +166,12 @@ def _includes(raw: dict[str, Any], path: Path, where: str, including: tuple[Path
 
 
 def parse_seeds(value: object, where: str) -> tuple[int, ...]:
-    """1, [1, 2, 5] or "1-5" (inclusive)."""
+    """1, [1, 2, 5] or "1-5" (inclusive), at most MAX_RUNS of them."""
     if isinstance(value, str) and (found := _RANGE.match(value)):
         first, last = int(found.group(1)), int(found.group(2))
+        if last - first >= MAX_RUNS:
+            raise ConfigError(f"{where}: seeds = {value!r} is {last - first + 1:,} seeds, more than a suite runs "
+                              f"({MAX_RUNS:,} runs at most); pick a shorter range, such as \"1-5\".")
         if first <= last:
             return tuple(range(first, last + 1))
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
@@ -178,11 +200,34 @@ def _positive(value: object, key: str, where: str) -> int:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"Cannot read the suite file {path} ({exc.strerror or exc}).") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"Suite file {path} is not UTF-8 text ({exc}); TOML files must be UTF-8. Save it as "
+                          "UTF-8.") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Suite file {path} is not valid TOML ({exc}); fix it where the message points.") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"Suite file {path} nests its arrays or tables too deep to read; a suite file needs "
+                          "a few levels (a [[cell]] table, its params table).") from exc
+
+
+def _has_tool_chaos(raw: dict[str, Any]) -> bool:
+    """Whether a pyproject.toml names a suite: a `chaos` key under its [tool] table."""
+    tool = raw.get("tool")
+    return isinstance(tool, dict) and "chaos" in tool
+
+
+def _tool_chaos(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A pyproject.toml's [tool.chaos] table, the suite it holds."""
+    tool = raw.get("tool", {})
+    suite = tool.get("chaos", {}) if isinstance(tool, dict) else tool
+    if not isinstance(suite, dict):
+        where = "tool.chaos" if isinstance(tool, dict) else "tool"
+        raise ConfigError(f"{path}: {where} = {suite!r}; expected a [tool.chaos] table holding the suite (seeds, "
+                          "[[tool.chaos.cell]] tables), as README's 'Suites' section shows.")
+    return suite
 
 
 def _tables(raw: dict[str, Any], where: str) -> list[dict[str, Any]]:

@@ -35,14 +35,14 @@ class CliResult:
 
 
 def chaos(*args: str, runs_dir: Path | None = None, env: dict[str, str] | None = None,
-          timeout: float = 180) -> CliResult:
-    """`chaos ARGS...`. The run dir of `chaos run` is the one it names (--run-dir-file: never another run's
-    beside it); of any other command, the newest dir in `runs_dir` (default: its --runs-dir)."""
+          timeout: float = 180, cwd: Path = REPO) -> CliResult:
+    """`chaos ARGS...` in `cwd`. The run dir of `chaos run` is the one it names (--run-dir-file: never
+    another run's beside it); of any other command, the newest dir in `runs_dir` (default: its --runs-dir)."""
     full_env = dict(os.environ, **(env or {}))
     with tempfile.TemporaryDirectory() as scratch:
         if args[:1] == ("run",) and RUN_DIR_FILE not in args:
             args = ("run", RUN_DIR_FILE, str(Path(scratch) / "run-dir"), *args[1:])
-        proc = subprocess.run([sys.executable, "-m", "chaos", *args], cwd=REPO, env=full_env,
+        proc = subprocess.run([sys.executable, "-m", "chaos", *args], cwd=cwd, env=full_env,
                               capture_output=True, text=True, timeout=timeout)
         if args[:1] == ("run",):
             named = Path(args[args.index(RUN_DIR_FILE) + 1])

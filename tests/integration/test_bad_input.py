@@ -214,3 +214,25 @@ def test_a_control_missing_a_member_the_run_relies_on_is_named(tmp_path: Path) -
     result = chaos("run", "--target", str(target), "--scenario", "no_faults", "--runs-dir", str(tmp_path / "runs"))
     assert_usage_error(result, "its control control:Control has no shows_deliveries, completion",
                        "chaos.KeepsNoCompletions")
+
+
+@pytest.mark.parametrize(("command", "phrases"), [
+    ('worker = [""]', ["worker = ['']; expected a non-empty list of strings, a program and its arguments"]),
+    ('worker = ["{target_dir}"]', ["worker = ['{target_dir}'] starts", "which is a directory"]),
+    ('worker = ["{target_dir}/control.py"]', ["control.py', which is a file that is not executable", "chmod +x"]),
+    ('worker = ["./gone.sh"]', ["starts './gone.sh', which does not exist"]),
+    ('worker = ["queue-chaos-no-such-program"]', ["which is not a command on PATH"]),
+    ('worker = ["{python}", "{target_dir}/worker.py"]\nreconciler = []', ["reconciler = []; expected a non-empty"]),
+])
+def test_a_worker_or_reconciler_command_that_cannot_start_names_its_key(tmp_path: Path, command: str,
+                                                                        phrases: list[str]) -> None:
+    """Refused before anything starts, naming the target.toml key: never a scenario that seemed to raise."""
+    target = tmp_path / "mine"
+    shutil.copytree(find_target("redis_basic").path, target, ignore=shutil.ignore_patterns("__pycache__"))
+    toml = target / "target.toml"
+    toml.write_text("\n".join(command if line.startswith("worker = ") else line
+                              for line in toml.read_text().splitlines()) + "\n")
+    result = chaos("run", "--target", str(target), "--scenario", "no_faults", "--runs-dir", str(tmp_path / "runs"))
+    assert_usage_error(result, "target.toml", *phrases)
+    assert "scenario" not in result.stderr.lower(), result.stderr
+    assert not (tmp_path / "runs").exists(), "refused before the run dir is made"

@@ -15,6 +15,8 @@ from tests.integration.runner import chaos
     (["--target", "pg_lease", "-p", "reclaim"], ["expected KEY=VALUE"]),
     (["--target", "pg_lease", "--faults", "nuke"], ["--faults nuke", "the schedule language has the faults"]),
     (["--target", "pg_lease", "--faults", "kill,pause"], ["--faults pause", "container"]),
+    (["--target", "pg_lease", "--faults", ","], ["--faults names no fault kind", "kill"]),
+    (["--target", "pg_lease", "--backend", "external"], ["needs the URL of an existing server"]),
     (["--target", "pg_lease", "--shard", "3/2"], ["--shard '3/2'", "K/N"]),
 ])
 def test_bad_input_is_refused_before_any_run(tmp_path: Path, args: list[str], phrases: list[str]) -> None:

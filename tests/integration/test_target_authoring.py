@@ -4,6 +4,7 @@ backend kind, `chaos target check` proves its seams before any fault and names e
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ def new(tmp_path: Path, name: str, kind: str) -> Path:
     result = chaos("target", "new", name, "--backend", kind, "--dir", str(tmp_path / "targets"), runs_dir=tmp_path)
     assert result.code == 0, result.stdout + result.stderr
     folder = tmp_path / "targets" / name
-    assert (folder / "target.toml").read_text().count(f'name = "{name}"') == 1
+    assert tomllib.loads((folder / "target.toml").read_text())["name"] == name
     assert not (folder / "README.md").exists(), "the template's README tells its own findings, not the new target's"
     return folder
 
@@ -51,6 +52,23 @@ def test_new_never_overwrites_and_refuses_a_bad_name(tmp_path: Path) -> None:
     bad = chaos("target", "new", "../out", "--backend", "redis", "--dir", str(tmp_path / "targets"), runs_dir=tmp_path)
     assert bad.code == 2 and "target name '../out'" in bad.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_name_with_quotes_is_written_escaped_and_checks_green(tmp_path: Path) -> None:
+    folder = new(tmp_path, 'x"y\'s', "redis")
+    assert 'name = "x\\"y\'s"' in (folder / "target.toml").read_text()
+    result = chaos("target", "check", str(folder), "--runs-dir", str(tmp_path / "runs"))
+    assert result.code == 0 and "every seam held" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_name_too_long_for_a_file_name_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "targets").mkdir()
+    result = chaos("target", "new", "q" * 300, "--backend", "redis", "--dir", str(tmp_path / "targets"),
+                   runs_dir=tmp_path)
+    assert result.code == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "The target name 'qqqq" in result.stderr and "is 300 bytes long" in result.stderr, result.stderr
+    assert "at most 100 bytes" in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert not list((tmp_path / "targets").iterdir())
 
 
 def test_check_names_a_worker_that_never_reports_its_effect(tmp_path: Path) -> None:
