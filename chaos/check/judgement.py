@@ -311,10 +311,10 @@ def unproven_note(history: JobHistory) -> str:
              "worker claimed it since" if dead is not None and fault is not None else "")
     made = "its effect" if len(history.effects) == 1 else f"{len(history.effects)} effects"
     return (f"{history.job} made {made}, but no completion of it is proven: no ack the queue accepted, no "
-            "accepted answer of the control's completion(), no completion in the queue's own record, and the "
-            f"final snapshot shows it {state}, not done{owner}. A job missing from a snapshot may have completed, "
-            "or be held where the snapshot does not look, so it is not counted completed (`chaos target check` "
-            "tests that a snapshot shows a claimed job)")
+            "answer of the control's completion() that the queue took one (accepted or done), no completion in the "
+            f"queue's own record, and the final snapshot shows it {state}, not done{owner}. A job missing from a "
+            "snapshot may have completed, or be held where the snapshot does not look, so it is not counted "
+            "completed (`chaos target check` tests that a snapshot shows a claimed job)")
 
 
 def unsettled_for(history: JobHistory, bound: float) -> float | None:
