@@ -73,9 +73,10 @@ QUEUE_CLAIM, QUEUE_COMPLETE, QUEUE_RELEASE, QUEUE_FAIL = "queue.claim", "queue.c
 QUEUE_KINDS = (QUEUE_CLAIM, QUEUE_COMPLETE, QUEUE_RELEASE, QUEUE_FAIL)
 OBSERVER_START = "observer.start"  # a target's observer installed: what it is and which record kinds it covers
 # The control's answer, for an ack its worker reported with ok null (a library completes jobs out of the
-# handler's sight), whether the queue took that completion: accepted, refused or unknown.
+# handler's sight), whether the queue took that completion: accepted, refused or unknown; or done: the
+# queue completed the job, by this execution's ack or another's (it does not record whose).
 COMPLETION = "control.completion"
-COMPLETIONS = ("accepted", "refused", "unknown")
+COMPLETIONS = ("accepted", "refused", "done", "unknown")
 KINDS = frozenset({
     RUN_START, RUN_END, ENQUEUE, SNAPSHOT, SNAPSHOT_TAKEN, DRAINED, DRAIN_TIMEOUT, PROBE_CLAIM, PROBE_EFFECT,
     PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,

@@ -124,10 +124,12 @@ class Control(Protocol):
 
     def completion(self, job: str, token: str) -> str:
         """Whether the queue took the completion of `job` by the execution that claimed it with `token`:
-        "accepted", "refused" (it was no longer that execution's to complete) or "unknown". Asked for each
-        ack a worker reported with ok null (a library that completes jobs itself, out of the handler's
-        sight), while the run drains and before its final snapshot. A queue that keeps no record of which
-        execution completed a job answers "unknown" (`KeepsNoCompletions`)."""
+        "accepted", "refused" (it was no longer that execution's to complete), "done" (the queue completed
+        the job, but does not record whether by this execution's ack or another's: the job counts as
+        completed, the ack as neither accepted nor refused) or "unknown". Asked for each ack a worker
+        reported with ok null (a library that completes jobs itself, out of the handler's sight), while the
+        run drains and before its final snapshot. A queue that keeps no record of which execution completed
+        a job answers "unknown" (`KeepsNoCompletions`)."""
 
     def close(self) -> None: ...
 

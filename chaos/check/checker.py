@@ -17,7 +17,7 @@ from http import HTTPStatus
 from typing import Any
 
 from chaos import events
-from chaos.check.control_answers import answered
+from chaos.check.control_answers import answered, done
 from chaos.check.fault_reports import fault_reports, recovery_summary
 from chaos.check.history import JobHistory, RunHistory
 from chaos.check.judgement import judge_job, unproven_note, unsettled_for
@@ -61,8 +61,9 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         contract = Contract.from_dict(dict(start.get("contract", {})), "ledger run.start")
     covers = covered(ledger)
     answers = answered(ledger)
+    completed_by_some = done(ledger)
     run = scan(ledger, contract.renewal_bound_s or float("inf"), contract.lease_scope == "worker",
-               committed(ledger, covers), answers)
+               committed(ledger, covers), answers, completed_by_some)
     violations: list[Violation] = []
     anomalies: list[dict[str, Any]] = []
     outcomes: dict[str, str] = {}
@@ -72,7 +73,7 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
         violations += found
         anomalies += allowed
     source = evidence(covers)
-    if answers and source["completions"] == "probes":
+    if (answers or completed_by_some) and source["completions"] == "probes":
         source["completions"] = "probes and control"  # acks reported with ok null, judged by the control's word
     if covers:
         violations, anomalies = _from_the_queues_record(ledger, contract, covers, violations, anomalies)

@@ -128,7 +128,8 @@ class JobHistory:
         self.snapshot: dict[str, Any] | None = None
         self.snapshot_at: float | None = None  # when the final snapshot saw it
         # Some completion of it was proven: an ack the queue accepted (by the worker's word or the control's
-        # answer) or a completion in the queue's own record. A snapshot's silence proves none.
+        # answer), the control's answer that the queue completed it, or a completion in the queue's own
+        # record. A snapshot's silence proves none.
         self.completion_proven = False
 
     def workers(self) -> set[str]:
@@ -207,6 +208,8 @@ class RunHistory:
     # (job, worker, token) -> the control's answer on an ack its worker reported with ok null
     # (`chaos.check.control_answers`): True where the queue took that completion
     answered: dict[tuple[str, str | None, str], bool] = field(default_factory=dict)
+    # the acks about which the control answered that the queue completed their job, by whose ack unknown
+    done: set[tuple[str, str | None, str]] = field(default_factory=set)
 
     def job(self, job: str) -> JobHistory:
         history = self.jobs.get(job)

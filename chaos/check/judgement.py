@@ -7,6 +7,9 @@
   when its owner died.
 - `overlapped`: two executions that each made an accepted effect and worked at once (one claimed the
   job before the other's last effect); `redelivered`: several effects, executions one after another.
+  Either, where the contract allows it, needs a completion proven as `completed` does (a job redelivered
+  and then stuck where the snapshot does not look is `unknown`); where the contract forbids it, the
+  effects alone prove the violation.
 - dead letters: a job ending dead after a number of claims != contract.max_attempts (when set), or a
   job enqueued with fail=false ending dead, is a `dead_lettered` violation.
 - a recovery past contract.recovery_bound_s is a `recovery_bound_exceeded` violation.
@@ -236,8 +239,18 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
                          f"{contract.recovery_bound_s}s, after {claims} claim(s) and {effects} effect(s)")
     if effects == 0:
         return _gone(history, contract, where)
+    outcome, reason = _effected(history, contract, run)
+    if reason or _completion_proven(history):
+        return outcome, reason  # a violation the effects prove needs no completion
+    return _unproven(history, contract)
+
+
+def _effected(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[str, str]:
+    """What the job's effects make it, were a completion of it proven: completed (one effect), overlapped or
+    redelivered (several), and why the contract forbids that (empty when it allows it)."""
+    effects = len(history.effects)
     if effects == 1:
-        return ("completed", "") if _completion_proven(history) else _unproven(history, contract)
+        return "completed", ""
     overlap = _overlap(history)
     if overlap is not None:
         first, second = overlap
@@ -290,17 +303,18 @@ def _unproven(history: JobHistory, contract: Contract) -> tuple[str, str]:
 
 
 def unproven_note(history: JobHistory) -> str:
-    """Why a job the final snapshot took is `unknown`: its effect is in the ledger, its completion is not."""
+    """Why a job the final snapshot took is `unknown`: its effects are in the ledger, its completion is not."""
     state = (history.snapshot or {}).get("state", "absent")
     dead = _owner_died(history)
     fault = dead.died_by if dead is not None else None
     owner = (f"; its owner {dead.who()} died holding it (fault {fault.id}, {fault.kind} {fault.target}) and no "
              "worker claimed it since" if dead is not None and fault is not None else "")
-    return (f"{history.job} made its effect, but no completion of it is proven: no ack the queue accepted, no "
-            "accepted answer of the control's completion(), no completion in the queue's own record, and the "
-            f"final snapshot shows it {state}, not done{owner}. A job missing from a snapshot may have completed, "
-            "or be held where the snapshot does not look, so it is not counted completed (`chaos target check` "
-            "tests that a snapshot shows a claimed job)")
+    made = "its effect" if len(history.effects) == 1 else f"{len(history.effects)} effects"
+    return (f"{history.job} made {made}, but no completion of it is proven: no ack the queue accepted, no "
+            "answer of the control's completion() that the queue took one (accepted or done), no completion in the "
+            f"queue's own record, and the final snapshot shows it {state}, not done{owner}. A job missing from a "
+            "snapshot may have completed, or be held where the snapshot does not look, so it is not counted "
+            "completed (`chaos target check` tests that a snapshot shows a claimed job)")
 
 
 def unsettled_for(history: JobHistory, bound: float) -> float | None:

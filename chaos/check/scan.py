@@ -10,7 +10,8 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
 - `stale_ack_accepted`: an accepted ack by an execution that had been superseded. An ack whose outcome
   the worker could not learn (`ok` null) is judged as the target's control answered it
   (`chaos.check.control_answers`); unanswered, it ends its execution and proves nothing either way (the
-  queue's own record, or a final snapshot that shows the job done, may still prove it completed).
+  control's answer that the queue completed the job by some execution's ack, the queue's own record, or a
+  final snapshot that shows the job done, may still prove it completed).
 - `effect_after_lease_loss`: an accepted effect by a superseded execution; exposure = effect time -
   the superseding claim's time.
 - `stale_extension_accepted`: a heartbeat reported `ok` by a superseded execution, when an earlier
@@ -61,14 +62,15 @@ _CONTEXT = ("process.", "fault.", "backend.", "network.")  # process, backend an
 
 def scan(ledger: Iterable[Event], gap_floor: float = 0.0, worker_leases: bool = False,
          committed: dict[tuple[str, str, str], Event] | None = None,
-         answered: dict[tuple[str, str | None, str], bool] | None = None) -> RunHistory:
+         answered: dict[tuple[str, str | None, str], bool] | None = None,
+         done: set[tuple[str, str | None, str]] | None = None) -> RunHistory:
     """The run's history; job events (the bulk of a ledger) take the shortest path through the loop.
     Heartbeat gaps up to `gap_floor` are not kept (the contract's lease: shorter ones break no rule);
     `worker_leases`: a heartbeat extends every job its worker holds (lease_scope = worker); `committed`:
     the queue's record of each claim it names by token; `answered`: the control's word on acks reported
-    with ok null."""
+    with ok null; `done`: those acks whose job the control says the queue completed, by whose ack unknown."""
     run = RunHistory(gap_floor=gap_floor, worker_leases=worker_leases, committed=committed or {},
-                     answered=answered or {})
+                     answered=answered or {}, done=done or set())
     jobs = run.jobs
     watched = run.watched
     last_probe = run.last_probe
@@ -434,10 +436,13 @@ def _longest_gap(run: RunHistory, execution: Execution, event: Event) -> None:
 
 
 def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
-    if event.data.get("ok") is None and run.answered:
-        ok = run.answered.get((history.job, event.worker, str(event.data.get("token"))))
+    if event.data.get("ok") is None and (run.answered or run.done):
+        key = (history.job, event.worker, str(event.data.get("token")))
+        ok = run.answered.get(key)
         if ok is not None:  # the worker could not know; the control said what the queue did
             event = event._replace(data=dict(event.data, ok=ok, answered_by="control"))
+        elif key in run.done:  # the queue completed the job, by this ack or another's: judged as neither
+            history.completion_proven = True
     if event.data.get("ok") is True:
         history.completion_proven = True
     execution = _execution(history, event)

@@ -3,7 +3,8 @@
 A library that completes jobs itself (after the handler returned, out of its sight) leaves the worker
 reporting its ack with ok null: the handler cannot know. The control can, where the queue keeps who
 completed a job (a result store, a row's completing token): `Control.completion(job, token)` answers
-accepted, refused or unknown. Each definite answer is journaled once (`control.completion`), and what
+accepted, refused, done (the queue completed the job, but by whose ack it does not record) or unknown.
+Each definite answer is journaled once (`control.completion`), and what
 is still unknown at the end is journaled too, so the ledger shows the control was asked; the checker
 reads an answered ack as the control says (`chaos.check.checker`).
 """
@@ -28,13 +29,13 @@ class Completions:
 
     def accepted(self) -> set[str]:
         """Ask about every ack reported with ok null and not answered yet; the jobs whose completion the
-        queue took, by the control's word so far. What the control raises propagates (a backend still
-        restarting: the caller polls again)."""
+        queue took (this ack or, where done, some ack of the job), by the control's word so far. What the
+        control raises propagates (a backend still restarting: the caller polls again)."""
         for key in self._unanswered():
             outcome = self._ask(key)
             if outcome != "unknown":
                 self._journal(key, outcome)
-        return {job for (job, _, _), outcome in self.answered.items() if outcome == "accepted"}
+        return {job for (job, _, _), outcome in self.answered.items() if outcome in ("accepted", "done")}
 
     def finish(self) -> None:
         """The last word, before the final snapshot: every ack still unanswered is asked once more, and

@@ -8,13 +8,17 @@ dead-letter arguments, `default.DQ`, `default.XQ`), and enqueues by sending the 
 has the message).
 
 Completions: Dramatiq cannot say whether its ack took effect (worker.py), so the worker's ack probe says
-ok null and `completion(job, token)` answers from the broker, once the answer is certain: "accepted" when
-no consumer is left on Dramatiq's queues (passive queue.declare: consumer_count 0 on `default` and
-`default.DQ`, so no delivery is unacknowledged anywhere: RabbitMQ requeues a closed channel's), the job's
-message is in none of the three queues (so an ack removed it), and this token is the only one the suite
-has asked about for the job (so that ack was this execution's: every execution that calls ack reports
-it). Otherwise "unknown", and the final snapshot judges. While workers run it is always "unknown", so a
-run waits out its scenario's drain timeout; the run's last question comes after every worker stopped.
+ok null and `completion(job, token)` answers from the broker, once the answer is certain. When no
+consumer is left on Dramatiq's queues (passive queue.declare: consumer_count 0 on `default` and
+`default.DQ`, so no delivery is unacknowledged anywhere: RabbitMQ requeues a closed channel's) and the
+job's message is in none of the three queues, an ack removed it (under manual acks nothing else takes a
+delivered message out of a queue but a reject, which dead-letters it to `default.XQ`): the job is
+completed. Whose ack it was the broker does not record: "accepted" when this token is the only one the
+suite has asked about for the job (every execution that calls ack reports it), else "done" (the job
+completed, by this execution's ack or another's: a stale owner's ack on a channel the broker closed is
+never sent, and which of two the broker took cannot be told). Otherwise "unknown", and the final snapshot
+judges. While workers run it is always "unknown", so a run waits out its scenario's drain timeout; the
+run's last question comes after every worker stopped.
 
 A broker does not report a message's state, and an acknowledged message is gone: the snapshot fetches
 every message of Dramatiq's three queues without acknowledging them (basic.get), and puts them back by
@@ -112,8 +116,6 @@ class Control:
 
     def completion(self, job: str, token: str) -> str:
         self.asked.setdefault(job, set()).add(token)
-        if len(self.asked[job]) != 1:
-            return "unknown"  # two executions reported an ack: which one removed the message is not recorded
         channel = self.channel()
         try:
             for queue in (self.tasks.QUEUE, self.tasks.DELAYED):
@@ -128,7 +130,8 @@ class Control:
                 channel.close()
         if any(state.job == job for state in self.snapshot()):
             return "unknown"
-        return "accepted"
+        # an ack removed it; with two executions that reported one, which of them the broker does not record
+        return "accepted" if len(self.asked[job]) == 1 else "done"
 
     def close(self) -> None:
         if self._broker is not None:

@@ -86,7 +86,18 @@ def test_the_run_asks_about_unknowing_acks_only_and_journals_each_answer_once(tm
     ledger.close()
 
 
-def test_an_answer_outside_the_three_is_the_targets_error(tmp_path: Path) -> None:
+def test_a_done_answer_finishes_the_job_and_is_journaled_once(tmp_path: Path) -> None:
+    # the queue completed b, by whose ack it does not record (a broker after two executions acked)
+    ledger = ledger_with_acks(tmp_path)
+    control = AnsweringControl({("b", "t2")}, answer="done")
+    completions = Completions(control, ledger)  # type: ignore[arg-type]
+    assert completions.accepted() == {"b"}, "a job the queue completed counts as drained"
+    completions.finish()
+    assert answers(ledger) == [("b", "done"), ("a", "unknown")]
+    ledger.close()
+
+
+def test_an_answer_outside_the_four_is_the_targets_error(tmp_path: Path) -> None:
     ledger = ledger_with_acks(tmp_path)
     completions = Completions(AnsweringControl({("a", "t1")}, answer="yes"), ledger)  # type: ignore[arg-type]
     with pytest.raises(TargetCodeError, match=r"completion\('a', 't1'\) with 'yes'; expected one of accepted"):
