@@ -175,10 +175,16 @@ def _provider_rows(engine_ok: bool) -> list[DoctorRow]:
 
 
 def _provider_row(kind: str, name: str, capabilities: frozenset[str], engine_ok: bool) -> DoctorRow:
-    """Whether the provider can run here: its server's package (local), its server's URL (external), the
-    Docker engine (docker, as the engine row found it: one ping per doctor)."""
+    """Whether the provider can run here: the Python packages its backend imports, then its server's
+    package (local), its server's URL (external), the Docker engine (docker, as the engine row found it:
+    one ping per doctor)."""
     label = f"{kind}/{name}"
     offers = f"capabilities: {', '.join(sorted(capabilities)) or 'none'}"
+    try:
+        registry.provider(kind, name).require_packages()
+    except ConfigError as exc:
+        detail, fix = _first_sentence(str(exc))
+        return DoctorRow("provider", label, "missing", f"{detail.rstrip('.')}; {offers}", fix)
     if name == "local":
         package = _server_package(kind)
         if package.present():

@@ -48,6 +48,10 @@ class Backend(Protocol):
     kind: ClassVar[str]
     provider: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
+    # The Python modules it imports beyond the suite's own dependencies, and the extra of queue-chaos that
+    # installs them: a run refuses to start without them, and `chaos doctor` says which are missing.
+    python_modules: ClassVar[tuple[str, ...]] = ()
+    extra: ClassVar[str] = ""
     namespace: str = ""  # the run's own part of the server, where it has one: a key prefix, a tube, a vhost
     marker: str = ""  # the run's random marker, which what it makes carries (chaos.ownership), where it has one
 

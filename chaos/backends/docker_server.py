@@ -40,6 +40,9 @@ class DockerServer(Backend):
 
     provider: ClassVar[str] = "docker"
     capabilities: ClassVar[frozenset[str]] = frozenset({RESTART, KILL, CONTAINER})
+    python_modules: ClassVar[tuple[str, ...]] = ("docker", "testcontainers.core.config",
+                                                 "testcontainers.core.container")
+    extra: ClassVar[str] = "docker"
     name: ClassVar[str] = ""
     container_ports: ClassVar[dict[str, int]] = {}  # name -> the container's port; "client" is its clients'
     data_path: ClassVar[str] = "/data"  # where the volume is mounted in the container

@@ -42,6 +42,32 @@ class Provider:
     def capabilities(self) -> frozenset[str]:
         return self.backend_class().capabilities
 
+    def missing_packages(self) -> list[str]:
+        """The Python packages its backend needs that do not import here, each with why (the error of its
+        first module that fails)."""
+        missing: dict[str, str] = {}
+        for module in getattr(self.backend_class(), "python_modules", ()):
+            package = module.partition(".")[0]
+            if package in missing:
+                continue
+            try:
+                importlib.import_module(module)
+            except Exception as exc:  # noqa: BLE001 - a package that fails to import, however it fails
+                missing[package] = f"{package} ({type(exc).__name__}: {exc})"
+        return list(missing.values())
+
+    def require_packages(self) -> None:
+        """Refuse, before anything starts, a provider whose Python packages are not installed here."""
+        missing = self.missing_packages()
+        if not missing:
+            return
+        extra = getattr(self.backend_class(), "extra", "")
+        needs = f"the {extra} extra of queue-chaos" if extra else "Python packages beyond the suite's own"
+        install = f"Install it: pip install 'queue-chaos[{extra}]'" if extra else "Install them"
+        raise ConfigError(f"The {self.kind} {self.name} provider needs {needs}, and {', '.join(missing)} "
+                          f"{'does' if len(missing) == 1 else 'do'} not import here. {install}; or run with "
+                          "--backend local.")
+
     def open(self, settings: BackendSettings) -> Backend:
         """Build and start the backend."""
         return self.backend_class().open(settings)

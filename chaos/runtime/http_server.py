@@ -21,6 +21,7 @@ from http import HTTPStatus
 from typing import Any
 
 MAX_BYTES = 1 << 20  # for the header block and for the body
+LENGTH_DIGITS = 18  # the most a Content-Length may have (leading zeros aside): a length a 64-bit count holds
 _RECV_BYTES = 65536
 
 
@@ -190,7 +191,10 @@ class _Reader:
         text = headers.get("content-length", "0")
         if not (text.isascii() and text.isdigit()):
             raise _Refused(HTTPStatus.BAD_REQUEST, f"malformed Content-Length {text[:40]!r}")
-        length = int(text)
+        digits = text.lstrip("0") or "0"
+        if len(digits) > LENGTH_DIGITS:  # beyond any length, and beyond what int() parses (4,300 digits)
+            raise _Refused(HTTPStatus.BAD_REQUEST, f"malformed Content-Length: {len(digits)} digits, not a length")
+        length = int(digits)
         if length > MAX_BYTES:
             raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BYTES} bytes")
         if len(self._buffer) < length and headers.get("expect", "").lower() == "100-continue":

@@ -161,6 +161,7 @@ def prepare(target: Target, scenario: Scenario, options: RunOptions) -> Prepared
         target = replace(target, image=options.worker_image)
     prepared = Prepared(target.with_params(options.overrides).with_contract(options.contract),
                         scenario.with_params(options.scenario_params), provider(target.backend, options.backend))
+    prepared.provider.require_packages()
     check_server_overrides(prepared.target, prepared.provider, options.overrides)
     check_faults(scenario, prepared.provider, prepared.target)
     prepared.target.check_programs()

@@ -51,6 +51,7 @@ class DockerPostgres(DockerServer, PostgresBackend):
     kind: ClassVar[str] = "postgres"
     name: ClassVar[str] = "PostgreSQL"
     container_ports: ClassVar[dict[str, int]] = {"client": PORT}
+    python_modules: ClassVar[tuple[str, ...]] = (*DockerServer.python_modules, "testcontainers.community.postgres")
 
     @property
     def dsn(self) -> str:  # type: ignore[override]  # known once the port is

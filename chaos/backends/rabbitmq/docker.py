@@ -114,6 +114,7 @@ class DockerRabbitMQ(DockerServer):
     kind: ClassVar[str] = "rabbitmq"
     name: ClassVar[str] = "RabbitMQ"
     container_ports: ClassVar[dict[str, int]] = {"client": PORT}
+    python_modules: ClassVar[tuple[str, ...]] = (*DockerServer.python_modules, "testcontainers.community.rabbitmq")
 
     @staticmethod
     def namespace_for(run_id: str) -> str:

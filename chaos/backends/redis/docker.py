@@ -22,6 +22,7 @@ class DockerRedis(DockerServer):
     kind: ClassVar[str] = "redis"
     name: ClassVar[str] = "Redis"
     container_ports: ClassVar[dict[str, int]] = {"client": PORT}
+    python_modules: ClassVar[tuple[str, ...]] = (*DockerServer.python_modules, "testcontainers.community.redis")
 
     namespace_for = staticmethod(namespace)
 
