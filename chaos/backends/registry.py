@@ -7,6 +7,7 @@ factories import the server code only when a run opens one, so listing providers
 from __future__ import annotations
 
 import importlib
+import warnings
 from dataclasses import dataclass
 
 from chaos.backends.base import Backend, BackendSettings
@@ -51,7 +52,9 @@ class Provider:
             if package in missing:
                 continue
             try:
-                importlib.import_module(module)
+                with warnings.catch_warnings():  # a library's own deprecations, which the run would not show
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    importlib.import_module(module)
             except Exception as exc:  # noqa: BLE001 - a package that fails to import, however it fails
                 missing[package] = f"{package} ({type(exc).__name__}: {exc})"
         return list(missing.values())
