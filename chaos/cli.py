@@ -345,19 +345,37 @@ def _shown(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+_unwritable: list[str] = []  # the streams a write to failed (a full disk, an I/O error): the output is lost
+
+
 def _say(text: str, stream: TextIO | None = None) -> None:
-    """Print a line; a reader that went away (`chaos run | head`) costs the output, never the exit code:
-    the stream is pointed at /dev/null and the command goes on to the code it would have had."""
+    """Print a line; a reader that went away (`chaos run | head`) costs the output, never the exit code.
+    A stream that cannot be written (`> /dev/full`, a full disk) is said once on stderr, and a command
+    that would have exited 0 exits 2 (see `main`). Either way the stream is pointed at /dev/null and the
+    command goes on: a run still writes its verdict and reports, and cleans up."""
     stream = stream or sys.stdout
     try:
         print(text, file=stream, flush=True)
     except (BrokenPipeError, ValueError):  # ValueError: a stream already closed
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, stream.fileno())
-            finally:
-                os.close(devnull)
+        _discard(stream)
+    except OSError as exc:
+        _discard(stream)
+        name = "standard error" if stream is sys.stderr else "standard output"
+        _unwritable.append(name)
+        if stream is not sys.stderr:
+            _say(f"chaos: cannot write to {name} ({exc.strerror or exc}): what the command printed there is lost "
+                 "(a run's verdict and reports are in its run dir all the same). Send it to a writable file, or "
+                 "free space there.", sys.stderr)
+
+
+def _discard(stream: TextIO) -> None:
+    """Point the stream's file descriptor at /dev/null, so that later writes and the last flush succeed."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
 
 
 _interrupted: list[int] = []
@@ -433,6 +451,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
         code = command(argv)
     except SystemExit as exc:  # argparse: --help, or a usage error (exit 2)
         code = exc.code if isinstance(exc.code, int) else 2
+    if code == 0 and _unwritable:  # its output was lost: no success
+        code = 2
     last_resort.exit_now(code)
 
 

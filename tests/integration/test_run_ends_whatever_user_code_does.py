@@ -1,10 +1,11 @@
 """The exit code is the verdict's, and the run ends by its deadline, whatever the user's code does: a
-reader of stdout that goes away, a bare `except:` that swallows every alarm and the first Ctrl-C, a
-thread left running, a shutdown grace longer than the deadline, a library that turns the deadline's
-alarm into its own error."""
+reader of stdout that goes away, a stdout that cannot be written, a bare `except:` that swallows every
+alarm and the first Ctrl-C, a thread left running, a shutdown grace longer than the deadline, a library
+that turns the deadline's alarm into its own error."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -67,6 +68,28 @@ def test_a_fail_is_exit_1_when_stdouts_reader_has_gone(tmp_path: Path) -> None:
     assert code == 0, stderr
     code, stderr = finish(cli("clean", "--runs-dir", str(runs)))
     assert code == 0, stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize(("target_name", "scenario_name", "verdict", "code"), [
+    ("pg_lease", "no_faults", "pass", 2), ("pg_naive", "kill_after_effect_before_ack", "fail", 1)])
+def test_a_stdout_that_cannot_be_written_is_said_and_a_pass_is_no_success(
+        tmp_path: Path, target_name: str, scenario_name: str, verdict: str, code: int) -> None:
+    runs = tmp_path / "runs"
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "chaos", "run", "--target", target_name, "--scenario",
+                               scenario_name, "--seed", "1", "--runs-dir", str(runs)], cwd=REPO, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=180, check=False)
+    assert done.returncode == code, done.stderr
+    assert "chaos: cannot write to standard output (No space left on device)" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "a bug in queue-chaos" not in done.stderr
+    (run_dir,) = runs.iterdir()
+    assert json.loads((run_dir / "verdict.json").read_text())["verdict"] == verdict
+    assert not run_processes(run_dir)
+    with open("/dev/full", "w") as full:
+        listed = subprocess.run([sys.executable, "-m", "chaos", "list"], cwd=REPO, stdout=full,
+                                stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+    assert listed.returncode == 2 and "cannot write to standard output" in listed.stderr, listed.stderr
 
 
 def test_a_thread_the_scenario_leaves_running_does_not_hold_the_verdict(tmp_path: Path) -> None:
