@@ -30,7 +30,7 @@ from chaos.errors import ChaosError, ConfigError
 from chaos.ledger import LedgerUnwritable, read_events
 from chaos.reports import summary, write_reports
 from chaos.reports.schemas import NAMES, schema_text
-from chaos.runtime import last_resort
+from chaos.runtime import exit_owner, last_resort
 from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.run import RunOptions, run_scenario
 from chaos.runtime.sink import SINK_MODES
@@ -394,6 +394,8 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def command(argv: list[str] | None = None) -> int:
     """Run one `chaos` command; its exit code."""
     args = _parser().parse_args(argv)
+    if args.command == "run" and last_resort.in_charge():
+        exit_owner.split(args.backend_url, _say)  # from here on, the run's process; its parent owns the exit code
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     try:

@@ -28,6 +28,15 @@ def is_alive(process: psutil.Process) -> bool:
         return False
 
 
+def pid_alive(pid: int) -> bool:
+    """True while a process with this pid exists and is not a zombie (one whose parent has not reaped it
+    yet: a `chaos run` killed outright leaves its run's process to init, which may take seconds)."""
+    try:
+        return is_alive(psutil.Process(pid))
+    except psutil.Error:
+        return False
+
+
 def wait_dead(processes: Iterable[psutil.Process], timeout: float) -> list[psutil.Process]:
     """Wait up to `timeout` seconds for every process to die; returns those still alive."""
     pending = [process for process in processes if is_alive(process)]

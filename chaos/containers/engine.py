@@ -115,7 +115,8 @@ def _alive(runner: str) -> bool:
     pid, _, born = runner.partition(":")
     try:
         process = psutil.Process(int(pid))
-        return abs(process.create_time() - float(born)) < 1.0
+        alive = process.status() != psutil.STATUS_ZOMBIE  # a zombie runner is gone, not yet reaped
+        return alive and abs(process.create_time() - float(born)) < 1.0
     except (ValueError, psutil.Error):
         return False
 

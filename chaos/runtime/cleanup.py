@@ -33,6 +33,7 @@ from chaos.containment import SWEEP_S, sweep
 from chaos.errors import ChaosError
 from chaos.events import Event
 from chaos.ledger import Ledger, last_event, read_events
+from chaos.procs import is_alive
 from chaos.runtime.network import clean_after_killed_run as clean_network
 
 CLEANABLE_END = "interrupted"  # a run interrupted while cleaning up may have left its data behind
@@ -174,12 +175,14 @@ def _end(ledger_path: Path, detail: str) -> None:
 
 
 def _runner_alive(start: dict[str, object]) -> bool:
-    """Is the process that ran it, the very one (pid and start time), still there?"""
+    """Is the process that ran it, the very one (pid and start time), still there? A zombie is not: a
+    `chaos run` killed outright leaves its run's process to be reaped by init, which may take a while."""
     pid, born = start.get("pid"), start.get("pid_create_time")
     if not isinstance(pid, int):
         return False
     try:
         process = psutil.Process(pid)
-        return not isinstance(born, (int, float)) or abs(process.create_time() - born) < CREATE_TIME_TOLERANCE_S
+        return is_alive(process) and (not isinstance(born, (int, float))
+                                      or abs(process.create_time() - born) < CREATE_TIME_TOLERANCE_S)
     except psutil.Error:
         return False

@@ -18,6 +18,8 @@ from typing import NoReturn
 
 import psutil
 
+from chaos.runtime import exit_owner
+
 TEARDOWN_S = 20.0  # the most the registered teardown may take before every process is killed regardless
 KILL_WAIT_S = 5.0
 
@@ -31,6 +33,11 @@ def take_charge() -> None:
     """This process is the `chaos` command: `watchdog` may end it. A program that runs scenarios through
     the API keeps its process (its runs have the SIGALRM deadline only)."""
     _in_charge.set()
+
+
+def in_charge() -> bool:
+    """Whether this process is the `chaos` command (see `take_charge`)."""
+    return _in_charge.is_set()
 
 
 @contextmanager
@@ -83,12 +90,14 @@ def end_now(why: str, code: int) -> NoReturn:
 def exit_now(code: int) -> NoReturn:
     """Flush what was written and exit, without waiting for threads user code left behind: a reader that
     went away (`chaos run | head`) costs the output, never the exit code. The exit handlers still run
-    (the local servers' last resort), as on a normal exit."""
+    (the local servers' last resort), as on a normal exit; a `chaos run`'s parent is told the code, so it
+    knows the run ended this way and not by code of the user's (`chaos.runtime.exit_owner`)."""
     with contextlib.suppress(BaseException):
         atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    exit_owner.tell_exit(code)
     os._exit(code)
 
 

@@ -36,7 +36,7 @@ from chaos.faults import KINDS
 from chaos.ledger import Ledger, read_events
 from chaos.names import id_part
 from chaos.reports import write_reports
-from chaos.runtime import last_resort
+from chaos.runtime import exit_owner, last_resort
 from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.context import ScenarioContext
 from chaos.runtime.deadline import deadline, default_deadline_s
@@ -224,6 +224,7 @@ class Run:
             raise ConfigError(f"Cannot create the run directory {self.dir} ({exc.strerror or exc}): --runs-dir "
                               f"{options.runs_dir} must be a writable directory, or a path where one can be made. "
                               "Pick another with --runs-dir (or CHAOS_RUNS_DIR).") from exc
+        exit_owner.tell_run_dir(self.dir)  # `chaos run`'s exit code is the verdict's it finds there
         self.ledger = Ledger(self.dir / "ledger.sqlite")
         self.command = reproduce_command(self.target, scenario, self.seed, options)
         self.deadline_s = options.deadline_s or scenario.deadline_s or default_deadline_s(self.target.contract)

@@ -32,6 +32,13 @@ def wait_for_event(run_dir_parent: Path, kind: str, timeout: float = 60) -> Path
     raise AssertionError(f"no {kind} event within {timeout}s")
 
 
+def run_pid(run_dir: Path) -> int:
+    """The pid of the run's own process, which its ledger records: the child `chaos run` forks to run the
+    scenario (the process a test starts only waits for it, and owns the exit code)."""
+    start = next(e for e in read_events(run_dir / "ledger.sqlite") if e.kind == "run.start")
+    return int(start.data["pid"])
+
+
 def wait_gone(run_dir: Path, timeout: float = 15) -> None:
     """Give the kernel's parent-death signals time to end what a killed runner started."""
     deadline = time.monotonic() + timeout

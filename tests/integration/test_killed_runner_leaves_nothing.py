@@ -27,7 +27,7 @@ from chaos.ledger import Ledger, read_events
 from chaos.leftovers import processes_marked, processes_mentioning, run_processes
 from chaos.toxiproxy.client import ToxiproxyControl
 from tests.integration.runner import REPO, CliResult, chaos
-from tests.integration.test_interrupt import wait_gone
+from tests.integration.test_interrupt import run_pid, wait_gone
 from tests.integration.test_network_faults import proxies
 
 # Toxiproxy's own flags; a second's sleep before it listens, as a slow machine's server might take.
@@ -287,7 +287,8 @@ def test_a_runner_killed_while_building_the_template_leaves_it_to_clean(tmp_path
         run_dir, _ = ledger_of(runs, initdb_writing, proc)
         kill(proc)
         (build,) = fresh_template_dir.glob("*.tmp-*")
-    assert f".tmp-{proc.pid}-" in build.name, "a build is named by its builder's pid"
+    builder = run_pid(run_dir)  # the run's own process, which `chaos run` forked
+    assert f".tmp-{builder}-" in build.name, "a build is named by its builder's pid"
     wait_gone(run_dir)
     # initdb's bootstrap postgres (single-user mode) runs every command initdb already wrote into its pipe
     # before it reads the end of it: seconds on an idle machine, over 15 s with both cores busy.
@@ -297,12 +298,12 @@ def test_a_runner_killed_while_building_the_template_leaves_it_to_clean(tmp_path
     assert not processes_mentioning(str(build)), "initdb outlived its runner"
     assert build.exists() and not (build / "ok").exists(), "a half-built template was left"
     live_build = fresh_template_dir / f"{build.name.split('.tmp-')[0]}.tmp-{os.getpid()}-building"
-    not_ours = fresh_template_dir / f"somebody-elses.tmp-{proc.pid}-x"
+    not_ours = fresh_template_dir / f"somebody-elses.tmp-{builder}-x"
     live_build.mkdir()
     not_ours.mkdir()
     result = clean(runs, env=env)
     assert result.code == 0, result.stdout + result.stderr
-    assert f"removed a half-built PostgreSQL template {build} (its builder, pid {proc.pid}, is gone)" in \
+    assert f"removed a half-built PostgreSQL template {build} (its builder, pid {builder}, is gone)" in \
         result.stdout, result.stdout
     assert not build.exists()
     assert live_build.is_dir() and not_ours.is_dir(), "a build in progress, or a dir not named as ours, is kept"

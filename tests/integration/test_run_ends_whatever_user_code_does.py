@@ -1,7 +1,7 @@
 """The exit code is the verdict's, and the run ends by its deadline, whatever the user's code does: a
 reader of stdout that goes away, a stdout that cannot be written, a bare `except:` that swallows every
 alarm and the first Ctrl-C, a thread left running, a shutdown grace longer than the deadline, a library
-that turns the deadline's alarm into its own error."""
+that turns the deadline's alarm into its own error, an `os._exit` that ends the run's process at once."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from chaos.leftovers import run_processes
 from chaos.runtime.run import WATCHDOG_GRACE_S
 from tests.integration.runner import REPO, chaos
 from tests.integration.test_every_run_ends import assert_error_run, run, scenario, target
-from tests.integration.test_interrupt import wait_for_event
+from tests.integration.test_interrupt import run_pid, wait_for_event, wait_gone
 
 DEAF = """ctx.start_worker()
 deaf = __file__ + ".deaf"
@@ -90,6 +90,61 @@ def test_a_stdout_that_cannot_be_written_is_said_and_a_pass_is_no_success(
         listed = subprocess.run([sys.executable, "-m", "chaos", "list"], cwd=REPO, stdout=full,
                                 stderr=subprocess.PIPE, text=True, timeout=60, check=False)
     assert listed.returncode == 2 and "cannot write to standard output" in listed.stderr, listed.stderr
+
+
+@pytest.mark.parametrize("code", [0, 1])
+def test_os_exit_in_a_scenario_is_a_harness_error_never_its_own_code(tmp_path: Path, code: int) -> None:
+    """The jobs are done and the run would pass; the scenario's os._exit ends its process before the
+    verdict, running no `finally`. The command's code is still no 0 (nor a 1, a fail without a verdict)."""
+    exits = scenario(tmp_path, f"import os\nctx.start_worker()\nctx.wait_drained(10)\nos._exit({code})")
+    result = run(tmp_path, "pg_lease", exits)
+    assert_error_run(result, f"The run's process exited with code {code} before it wrote a verdict",
+                     "os._exit", "removed its PostgreSQL data directory")
+    started = next(e for e in read_events(result.dir / "ledger.sqlite") if e.kind == "backend.start")
+    assert not Path(started.data["pgdata"]).exists(), "the server's data directory was removed"
+
+
+def test_os_exit_in_the_targets_control_is_a_harness_error(tmp_path: Path) -> None:
+    path = target(tmp_path)
+    (path / "control.py").write_text((path / "control.py").read_text()
+                                     + "\n    def setup(self) -> None:\n        import os\n        os._exit(0)\n")
+    assert_error_run(run(tmp_path, path, "no_faults"), "exited with code 0 before it wrote a verdict")
+
+
+def test_os_exit_as_the_scenario_is_imported_is_exit_3(tmp_path: Path) -> None:
+    at_import = tmp_path / "exits_at_import.py"
+    at_import.write_text('"""Exits as it is imported."""\n\nimport os\n\nos._exit(0)\n')
+    result = run(tmp_path, "pg_lease", at_import)
+    assert result.code == 3, result.stdout + result.stderr
+    assert "exited with code 0 before it wrote a verdict" in result.stderr, result.stderr
+    assert "before it made its run dir" in result.stderr
+    assert result.run_dir is None
+
+
+def test_a_run_whose_process_is_killed_outright_is_exit_3_and_cleaned_up(tmp_path: Path) -> None:
+    """The OOM killer, or anyone's SIGKILL, takes the run's process (the `chaos run` the user started
+    only waits for it): its parent says so, removes what it left, and writes an `error` verdict."""
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "chaos", "run", "--target", "pg_naive", "--scenario",
+                             "stop_past_deadline", "--seed", "1", "--runs-dir", str(runs)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        run_dir = wait_for_event(runs, "fault.applied")
+        assert run_pid(run_dir) != proc.pid, "the run's process is not the one the user started"
+        os.kill(run_pid(run_dir), signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 3, stdout + stderr
+    assert "The run's process was killed by SIGKILL before it wrote a verdict" in stderr, stderr
+    assert stdout.startswith("ERROR") and "Traceback" not in stderr
+    assert json.loads((run_dir / "verdict.json").read_text())["verdict"] == "error"
+    wait_gone(run_dir)
+    assert not run_processes(run_dir), "a worker, stopped or not, or the server outlived the run"
+    started = next(e for e in read_events(run_dir / "ledger.sqlite") if e.kind == "backend.start")
+    assert not Path(started.data["pgdata"]).exists(), "the server's data directory was removed"
 
 
 def test_a_thread_the_scenario_leaves_running_does_not_hold_the_verdict(tmp_path: Path) -> None:

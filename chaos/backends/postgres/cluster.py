@@ -21,12 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-import psutil
-
 from chaos.backends.postgres.binaries import PgBinaries
 from chaos.backends.postgres.user import RunAs, run_as_user, tail
 from chaos.errors import HarnessError
 from chaos.events import ENV_POSTGRES_TEMPLATE_DIR
+from chaos.procs import pid_alive
 
 InitMethod = Literal["template", "initdb"]
 
@@ -150,7 +149,7 @@ def remove_half_built_templates(where: Path | None = None) -> list[str]:
         return []
     for entry in entries:
         match = _HALF_BUILT.fullmatch(entry.name)
-        if match is None or not entry.is_dir(follow_symlinks=False) or psutil.pid_exists(int(match[1])):
+        if match is None or not entry.is_dir(follow_symlinks=False) or pid_alive(int(match[1])):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.lexists(entry.path):
