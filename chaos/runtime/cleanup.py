@@ -22,6 +22,7 @@ import os
 import socket
 import sqlite3
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psutil
 
@@ -50,7 +51,8 @@ def clean_killed_runs(runs_dir: Path, url: str | None = None, orphans: bool = Fa
     cleaned = [(True, line) for line in remove_half_built_templates()]
     if orphans:
         cleaned += _reap_orphaned_containers()
-    for run_dir in run_dirs(runs_dir, nested):
+    gone: set[int] = set()  # loopback ports of the local servers this clean removed (a suite's shared nodes)
+    for run_dir in sorted(run_dirs(runs_dir, nested), key=_on_a_shared_node):  # the nodes before their runs
         ledger_path = run_dir / "ledger.sqlite"
         last = last_event(ledger_path)
         if last is not None and last.kind == events.RUN_END and last.data.get("status") != CLEANABLE_END:
@@ -77,7 +79,8 @@ def clean_killed_runs(runs_dir: Path, url: str | None = None, orphans: bool = Fa
         outcomes = [_sweep_workers(recorded), _clean_proxies(run_dir.name, recorded)]
         if start.get("worker_image"):  # its workers' containers (a docker backend's are its own to clean)
             outcomes.append(_reap_containers(run_dir.name))
-        outcomes += [_clean(start, data, run_dir, url) for data in made]
+        outcomes += [_clean(start, data, run_dir, url, gone) for data in made]
+        gone |= _ports_removed(made, outcomes)
         said = "; ".join(dict.fromkeys(what for _, what in outcomes if what))  # its prepare and its start alike
         if all(done for done, _ in outcomes):
             if not said and last is not None and last.kind == events.RUN_END:
@@ -133,12 +136,43 @@ def _reap_containers(run_id: str) -> tuple[bool, str]:
     return True, f"removed {', '.join(removed)}" if removed else ""
 
 
-def _clean(start: dict[str, object], started: dict[str, object], run_dir: Path, url: str | None) -> tuple[bool, str]:
+def _clean(start: dict[str, object], started: dict[str, object], run_dir: Path, url: str | None,
+           gone: set[int]) -> tuple[bool, str]:
     try:
         backend = provider(str(start.get("backend_kind")), str(started.get("provider"))).backend_class()
     except ChaosError:
         return False, f"its backend {started.get('provider')!r} is not one this suite knows"
+    port = _loopback_port(started.get("url"))
+    if started.get("namespace") and port in gone:  # nothing acted on: its server is no more
+        return True, f"its namespace {started['namespace']} went with the server on {started['url']}, removed above"
     return backend.clean_after_killed_run(started, run_dir, url)
+
+
+def _on_a_shared_node(run_dir: Path) -> bool:
+    """Sorts a suite's shared nodes (`--out/servers/`) before the runs they served: a run's namespace on a
+    node this clean removes went with the node."""
+    return run_dir.parent.name != "servers"
+
+
+def _ports_removed(made: list[dict[str, object]], outcomes: list[tuple[bool, str]]) -> set[int]:
+    """The ports of the run's local server, once all of the run's cleaning is done: nothing of it runs."""
+    if not all(done for done, _ in outcomes):
+        return set()
+    ports: set[int] = set()
+    for data in made:
+        recorded = data.get("ports")
+        if data.get("provider") == "local" and isinstance(recorded, dict):
+            ports |= {port for port in recorded.values() if isinstance(port, int)}
+    return ports
+
+
+def _loopback_port(url: object) -> int | None:
+    """The port of a URL on this machine's loopback (where a suite's shared node listens), else None."""
+    try:
+        parts = urlsplit(str(url))
+        return parts.port if parts.hostname in ("127.0.0.1", "localhost") else None
+    except ValueError:
+        return None
 
 
 def _clean_proxies(run_id: str, recorded: list[Event]) -> tuple[bool, str]:

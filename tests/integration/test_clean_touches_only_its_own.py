@@ -190,6 +190,30 @@ def test_clean_removes_the_shared_rabbitmq_node_a_killed_suite_left_in_its_out(t
     assert not run_processes(node.parent)
 
 
+def test_a_runs_namespace_on_a_shared_node_clean_removed_went_with_the_node(tmp_path: Path) -> None:
+    """A suite killed while a cell made its vhost on the shared node: the cell's ledger names only the vhost
+    it was about to make, on a URL no `--backend-url` gives. The node is cleaned first, and the vhost went
+    with it: clean says so and exits 0 (it named the vhost as possibly left, exit 1, before)."""
+    out = tmp_path / "out"
+    node = out / "servers" / "20260101-000000-000000-rabbitmq-1"
+    data = node / "rabbitmq" / "data"
+    (node / "rabbitmq").mkdir(parents=True)
+    (node / "rabbitmq" / "queue-chaos-owner").write_text(MARKER + "\n")
+    data.mkdir()
+    plant(node, "rabbitmq", events.backend_prepare(provider="local", data_dir=str(data), marker=MARKER),
+          events.backend_start(provider="local", data_dir=str(data), marker=MARKER, port=45672,
+                               ports={"amqp": 45672, "management": 45673}))
+    cell = out / "cells" / "rabbitmq_ack-no_faults-seed1-0123abcd" / "runs" / RUN.replace("redis_basic", "rabbitmq_ack")
+    vhost = f"chaos-{cell.name}"
+    plant(cell, "rabbitmq", events.backend_prepare(provider="external", url="amqp://guest:***@127.0.0.1:45672/",
+                                                   namespace=vhost, marker="queue-chaos-fedcba9876543210"))
+    result = clean(out)
+    assert result.code == 0, result.stdout + result.stderr
+    assert f"removed its RabbitMQ data directory {data}" in result.stdout, result.stdout
+    assert "went with the server on amqp://guest:***@127.0.0.1:45672/" in result.stdout, result.stdout
+    assert not data.exists()
+
+
 def test_a_run_of_another_host_is_reported_with_its_path_and_left(tmp_path: Path) -> None:
     """A runs dir restored from another machine's CI cache: that host's runner cannot be checked here."""
     runs = tmp_path / "runs"
