@@ -6,6 +6,7 @@ created with its marker object, a tag holding the run's marker."""
 
 from __future__ import annotations
 
+from contextlib import closing
 from typing import ClassVar
 
 import botocore.exceptions
@@ -33,56 +34,44 @@ class ExternalSqs(ExternalServer):
     def create_namespace(self) -> None:
         """Create the run's queues, each tagged with the run's marker (plain otherwise: the control sets their
         lease and redrive policy)."""
-        client = None
         try:
-            client = connect(self.url)
-            for name in queue_names(self.namespace):
-                client.create_queue(QueueName=name, tags={MARKER_TAG: self.marker})
+            with closing(connect(self.url)) as client:
+                for name in queue_names(self.namespace):
+                    client.create_queue(QueueName=name, tags={MARKER_TAG: self.marker})
         except REFUSALS as exc:
             raise ConfigError(f"Expected an SQS endpoint at {mask_password(self.url)} (from --backend-url or "
                               f"{ENV_URL}) that lets the run create its queues, but got: {exc!r}. Check the "
                               "address and the AWS credentials in the environment, or drop --backend external "
                               "to let the suite start its own (moto) server.") from exc
-        finally:
-            if client is not None:
-                client.close()
 
     def namespace_marker(self) -> str | None:
         """The jobs queue's tag (the first queue made)."""
-        client = None
         try:
-            client = connect(self.url)
-            try:
-                queue = client.get_queue_url(QueueName=self.namespace)["QueueUrl"]
-            except botocore.exceptions.ClientError as exc:
-                if error_code(exc) in GONE:
-                    return None
-                raise
-            return str(client.list_queue_tags(QueueUrl=queue).get("Tags", {}).get(MARKER_TAG, ""))
+            with closing(connect(self.url)) as client:
+                try:
+                    queue = client.get_queue_url(QueueName=self.namespace)["QueueUrl"]
+                except botocore.exceptions.ClientError as exc:
+                    if error_code(exc) in GONE:
+                        return None
+                    raise
+                return str(client.list_queue_tags(QueueUrl=queue).get("Tags", {}).get(MARKER_TAG, ""))
         except REFUSALS as exc:
             raise HarnessError(f"could not look for the queue {self.namespace} on {mask_password(self.url)}; delete "
                                f"the run's queues by hand if they are left: {exc!r}") from exc
-        finally:
-            if client is not None:
-                client.close()
 
     def drop_namespace(self) -> None:
         """Delete the run's queues, those that exist."""
-        client = None
         try:
-            client = connect(self.url)
-            for name in queue_names(self.namespace):
-                try:
-                    client.delete_queue(QueueUrl=client.get_queue_url(QueueName=name)["QueueUrl"])
-                except botocore.exceptions.ClientError as exc:
-                    if error_code(exc) not in GONE:
-                        raise
+            with closing(connect(self.url)) as client:
+                for name in queue_names(self.namespace):
+                    try:
+                        client.delete_queue(QueueUrl=client.get_queue_url(QueueName=name)["QueueUrl"])
+                    except botocore.exceptions.ClientError as exc:
+                        if error_code(exc) not in GONE:
+                            raise
         except REFUSALS as exc:
             raise HarnessError(f"could not delete the queues {', '.join(queue_names(self.namespace))} on "
                                f"{mask_password(self.url)}; delete them by hand: {exc!r}") from exc
-        finally:
-            if client is not None:
-                client.close()
 
     def url_at(self, host: str, port: int) -> str:
         query = f"?{self.parts.query}" if self.parts.query else ""
