@@ -15,11 +15,15 @@ STALE_ACK = ("rejected", "accepted")
 OVERLAP = ("never", "after-lease-loss")
 ON_OWNER_LOSS = ("redeliver", "fail", "drop")
 LEASE_SCOPE = ("job", "worker")
+RERUN_AFTER_COMPLETION = ("forbidden", "allowed")
 # What each enumerated key decides, for its error: a user who mistyped a value learns what the choice means.
 MEANING = {
     "on_owner_loss": "what the queue does with a job whose owner died, its execution ended by a kill or restart: "
                      "run it again, record it failed (dead) and never run it again, or forget it",
     "lease_scope": "what one heartbeat extends: the lease of the job it names, or of every job its worker holds",
+    "rerun_after_completion": "whether the queue may deliver a job again after it accepted a completion of it (an "
+                              "accepted ack, the control's answer, its own record): never, under every delivery "
+                              "contract, unless the queue says it re-runs completed jobs",
 }
 
 
@@ -63,6 +67,11 @@ class Contract:
     # judged: a worker's accepted heartbeat proves its own lease renewed, not that the queue still granted it
     # a job taken from it. Reclaim and ack rules do not read heartbeats and are unchanged.
     lease_scope: str = "job"
+    # A claim of a job after the queue accepted a completion of it (an accepted ack, by the worker's word or
+    # the control's answer, or a completion in the queue's own record) is `claim_after_completion`: a
+    # violation under every delivery contract ("forbidden"; at-least-once allows a redelivery when the ack
+    # was lost or refused, not after it was accepted), an anomaly only under "allowed".
+    rerun_after_completion: str = "forbidden"
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], where: str) -> Contract:
@@ -75,7 +84,8 @@ class Contract:
             raise ConfigError(f"{where}: the [contract] table needs recovery_bound_s (seconds a job may stay "
                               "unavailable after its owner dies), e.g. recovery_bound_s = 3.0.")
         for key, allowed in (("delivery", DELIVERY), ("stale_ack", STALE_ACK), ("overlap", OVERLAP),
-                             ("on_owner_loss", ON_OWNER_LOSS), ("lease_scope", LEASE_SCOPE)):
+                             ("on_owner_loss", ON_OWNER_LOSS), ("lease_scope", LEASE_SCOPE),
+                             ("rerun_after_completion", RERUN_AFTER_COMPLETION)):
             if key in raw and raw[key] not in allowed:
                 meaning = f" ({MEANING[key]})" if key in MEANING else ""
                 raise ConfigError(f"{where}: contract {key} = {raw[key]!r}; expected one of {', '.join(allowed)}"

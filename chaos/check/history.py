@@ -103,13 +103,25 @@ class Recovery:
     claim_seq: int  # the claim that recovered the job
 
 
+@dataclass(slots=True)
+class Return:
+    """An owner a fault took (it stopped renewing: stopped, paused, cut off) that came back and completed
+    the job with nobody having claimed it meanwhile: under a lease, the lease rule judges how long the job
+    sat unclaimed after the lease ran out (`chaos.check.judgement`)."""
+
+    fault: str
+    owner: Execution
+    lease_from: float  # the owner's last accepted claim or extension before the fault: its lease ran from here
+    back: Event  # the owner's first accepted extension (or its accepted ack) after the fault
+
+
 class JobHistory:
     """What the ledger says about one job, gathered in a single pass (a plain slotted class: one is
     built per job, on the hot path)."""
 
     __slots__ = ("job", "enqueued", "poison", "events", "effects", "executions", "by_key", "latest",
                  "lost_owner_at", "lost", "recoveries", "reclaims", "findings", "snapshot", "snapshot_at",
-                 "completion_proven")
+                 "completion_proven", "completions", "lease_from", "returned", "returns")
 
     def __init__(self, job: str) -> None:
         self.job = job
@@ -131,6 +143,14 @@ class JobHistory:
         # answer), the control's answer that the queue completed it, or a completion in the queue's own
         # record. A snapshot's silence proves none.
         self.completion_proven = False
+        # The accepted acks (by the worker's word or the control's answer), in ledger order: a claim after
+        # one is a re-run of a job the queue had completed (`claim_after_completion`).
+        self.completions: list[Event] = []
+        # While a fault that takes owners holds the job's owner: when that owner's lease started (its last
+        # accepted claim or extension), and its first accepted extension since; for `returns`.
+        self.lease_from: float | None = None
+        self.returned: Event | None = None
+        self.returns: list[Return] = []
 
     def workers(self) -> set[str]:
         return {e.worker for e in self.events if e.worker is not None}

@@ -43,12 +43,15 @@ from typing import Any
 
 from chaos import events
 from chaos.check.capacity import free_seconds
-from chaos.check.history import GLOBAL, Execution, JobHistory, Recovery, RunHistory
+from chaos.check.causes import Cause, earlier_loss
+from chaos.check.history import GLOBAL, Execution, FaultHistory, JobHistory, Return, RunHistory
+from chaos.check.reruns import claim_after_completion
 from chaos.check.verdict import Violation
 from chaos.contract import Contract
 from chaos.events import BACKEND, Event
 
 WITNESS_LIMIT = 200
+RERUN = "claim_after_completion"
 
 
 def judge_job(history: JobHistory, contract: Contract,
@@ -57,15 +60,21 @@ def judge_job(history: JobHistory, contract: Contract,
     outcome, reason = _outcome(history, contract, run)
     gaps = _heartbeat_gaps(history, contract, run)
     rerun = _rerun_after_owner_died(history, contract, run)
+    again = claim_after_completion(history, run) if history.completions or history.completion_proven else None
     if (not reason and not history.findings and not history.recoveries and not history.reclaims and not gaps
-            and rerun is None):
+            and rerun is None and again is None and not history.returns):
         return outcome, [], []  # the common case
-    witness: list[dict[str, Any]] | None = None
+    full: list[dict[str, Any]] | None = None
 
-    def violation(kind: str, message: str, detail: dict[str, Any] | None = None) -> Violation:
-        nonlocal witness
-        if witness is None:
-            witness = _witness(history, run)
+    def violation(kind: str, message: str, detail: dict[str, Any] | None = None,
+                  since: tuple[int, float] | None = None) -> Violation:
+        """`since`: the (seq, time) of the event that decided it, where the witness starts."""
+        nonlocal full
+        if full is None:
+            full = _witness(history, run)
+        origin = run.origin or 0.0
+        witness = full if since is None else [e for e in full if e["seq"] >= since[0]
+                                              or e["t"] >= round(since[1] - origin, 4)]
         return Violation(kind, history.job, message, witness, dict(detail or {}))
 
     found = [violation(outcome, reason)] if reason else []
@@ -77,17 +86,17 @@ def judge_job(history: JobHistory, contract: Contract,
         else:
             found.append(violation(finding.kind, f"{finding.message}{_forbidden_by(finding.kind, contract)}",
                                    finding.detail))
-    bound = contract.recovery_bound_s
-    for recovery in history.recoveries:
-        if recovery.seconds > bound and _waited_with_a_worker_free(history, recovery, run) > bound:
-            fault = run.faults.get(recovery.fault)
-            what = f"{fault.kind} {fault.target}" if fault is not None else "?"
-            found.append(violation(
-                "recovery_bound_exceeded",
-                f"reclaimed by {recovery.by} {recovery.seconds:.3f}s after fault {recovery.fault} ({what}) took its "
-                f"owner {recovery.owner}, past the recovery bound of {bound}s",
-                {"recovery_s": round(recovery.seconds, 4), "bound_s": bound, "fault": recovery.fault,
-                 "owner": recovery.owner, "by": recovery.by}))
+    if again is not None:
+        if contract.rerun_after_completion == "allowed":
+            allowed.append({"kind": RERUN, "job": history.job, "exposure_s": again.detail["after_s"],
+                            "message": f"{again.message} (allowed: rerun_after_completion = allowed)"})
+        else:
+            found.append(violation(RERUN, f"{again.message}; the contract says rerun_after_completion = "
+                                          f"{contract.rerun_after_completion} (at-least-once allows a redelivery "
+                                          "when the ack was lost or refused, not after the queue accepted it)",
+                                   again.detail, (again.completion.seq, again.completion.mono)))
+    for kind, message, detail, since in _late_recoveries(history, contract, run):
+        found.append(violation(kind, message, detail, since))
     found += [violation("early_reclaim", why, detail) for why, detail in _early_reclaims(history, contract, run)]
     found += [violation("heartbeat_gap", why, detail) for why, detail in gaps]
     if rerun is not None:
@@ -95,12 +104,97 @@ def judge_job(history: JobHistory, contract: Contract,
     return outcome, found, allowed
 
 
-def _waited_with_a_worker_free(history: JobHistory, recovery: Recovery, run: RunHistory) -> float:
+Late = tuple[str, str, dict[str, Any], tuple[int, float] | None]
+
+
+def _late_recoveries(history: JobHistory, contract: Contract, run: RunHistory) -> list[Late]:
+    """Each reclaim later than the recovery bound after the job lost its owner, and (under a lease) each
+    owner that came back to a job nobody had reclaimed though its lease had run out a bound before: both
+    `recovery_bound_exceeded`, counting only the time some worker was free to take the job."""
+    late: list[Late] = []
+    bound = contract.recovery_bound_s
+    for recovery in history.recoveries:
+        fault = run.faults.get(recovery.fault)
+        owner = next((e for e in history.executions if e.superseded_by is not None
+                      and e.superseded_by.claim.seq == recovery.claim_seq), None)
+        cause = earlier_loss(history, owner, fault, run) if owner is not None and fault is not None else None
+        claimed = next((e.claim.mono for e in history.executions if e.claim.seq == recovery.claim_seq), None)
+        seconds = recovery.seconds if cause is None or claimed is None else claimed - cause.at
+        if seconds <= bound or _waited_with_a_worker_free(claimed, seconds, run) <= bound:
+            continue
+        detail: dict[str, Any] = {"recovery_s": round(seconds, 4), "bound_s": bound, "fault": recovery.fault,
+                                  "owner": recovery.owner, "by": recovery.by}
+        what = f"{fault.kind} {fault.target}" if fault is not None else "?"
+        if cause is None:
+            late.append(("recovery_bound_exceeded", f"reclaimed by {recovery.by} {seconds:.3f}s after fault "
+                         f"{recovery.fault} ({what}) took its owner {recovery.owner}, past the recovery bound of "
+                         f"{bound}s", detail, None))
+            continue
+        detail.update(fault=None, after_fault=recovery.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
+        late.append(("recovery_bound_exceeded", f"reclaimed by {recovery.by} {seconds:.3f}s after {cause.what}, "
+                     f"past the recovery bound of {bound}s; fault {recovery.fault} ({what}) came after that and is "
+                     "not the cause", detail, (cause.event.seq, cause.at)))
+    late += [_unreclaimed(history, ret, contract, run) for ret in history.returns if _owed(ret, contract, run)]
+    return late
+
+
+def _owed(ret: Return, contract: Contract, run: RunHistory) -> bool:
+    """Did the queue owe a reclaim before the owner came back: a lease contract (lease_s or reservation_s;
+    an owner-scoped one is exempt while the owner lives), a fault that kept the owner from renewing without
+    ending it (a stop, a pause, a partition of it), and a wait past the bound with a worker free that long?"""
+    lease = contract.renewal_bound_s
+    fault = run.faults.get(ret.fault)
+    if lease is None or fault is None or fault.rule.ends_executions or fault.rule.reach != "target":
+        return False
+    start = _unclaimed_since(ret, fault, lease, contract, run)[0]
+    bound = contract.recovery_bound_s
+    return ret.back.mono - start > bound and free_seconds(run, start, ret.back.mono) > bound
+
+
+def _unclaimed_since(ret: Return, fault: FaultHistory, lease: float, contract: Contract,
+                     run: RunHistory) -> tuple[float, Cause | None]:
+    """When the queue owed the job a new owner: its lease's end (plus the tolerance: an extension reported
+    late may have renewed it a little later), or where the job left its owner before the fault."""
+    history = run.jobs[ret.owner.job]
+    cause = earlier_loss(history, ret.owner, fault, run)
+    if cause is not None:
+        return cause.at, cause
+    tolerance = contract.lease_tolerance_s if contract.lease_tolerance_s is not None else 0.25 * lease
+    return ret.lease_from + lease + tolerance, None
+
+
+def _unreclaimed(history: JobHistory, ret: Return, contract: Contract, run: RunHistory) -> Late:
+    lease = contract.renewal_bound_s or 0.0
+    fault = run.faults[ret.fault]
+    start, cause = _unclaimed_since(ret, fault, lease, contract, run)
+    waited = ret.back.mono - start
+    free = free_seconds(run, start, ret.back.mono)
+    origin = run.origin or 0.0
+    key = "lease_s" if contract.lease_s is not None else "reservation_s"
+    came_back = "its accepted ack" if ret.back.kind == events.PROBE_ACK else "an accepted lease extension"
+    detail: dict[str, Any] = {"recovery_s": round(waited, 4), "bound_s": contract.recovery_bound_s,
+                              "fault": ret.fault, "owner": ret.owner.worker, "by": None,
+                              "lease_end_s": round(ret.lease_from + lease - origin, 4),
+                              "back_s": round(ret.back.mono - origin, 4), "free_s": round(free, 4)}
+    tail = (f"until its owner came back at {run.at(ret.back)} ({came_back}), {waited:.3f}s, some worker free for "
+            f"{free:.3f}s of it: past the recovery bound of {contract.recovery_bound_s}s. Under a lease the queue "
+            "owes a reclaim once the lease runs out, whether or not the owner returns")
+    if cause is not None:
+        detail.update(fault=None, after_fault=ret.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
+        return ("recovery_bound_exceeded", f"nobody claimed it after {cause.what} {tail}; fault {ret.fault} "
+                f"({fault.kind} {fault.target}) came after that and is not the cause", detail,
+                (cause.event.seq, cause.at))
+    return ("recovery_bound_exceeded", f"its lease ran out at +{ret.lease_from + lease - origin:.3f}s (the last "
+            f"accepted claim or extension of {ret.owner.who()} at +{ret.lease_from - origin:.3f}s plus {key} = "
+            f"{lease}s) while fault {ret.fault} ({fault.kind} {fault.target}) kept its owner from renewing it, and "
+            f"nobody claimed it {tail}", detail, None)
+
+
+def _waited_with_a_worker_free(claimed: float | None, seconds: float, run: RunHistory) -> float:
     """How long of the recovery some worker was free to take the job (`chaos.check.capacity`)."""
-    claimed = next((e.claim.mono for e in history.executions if e.claim.seq == recovery.claim_seq), None)
     if claimed is None:
-        return recovery.seconds
-    return free_seconds(run, claimed - recovery.seconds, claimed)
+        return seconds
+    return free_seconds(run, claimed - seconds, claimed)
 
 
 def _rerun_after_owner_died(history: JobHistory, contract: Contract,

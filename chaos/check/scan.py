@@ -50,7 +50,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from chaos import events
-from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, Gap, JobHistory, Reclaim, Recovery, RunHistory
+from chaos.check.history import (
+    GLOBAL,
+    Execution,
+    FaultHistory,
+    Finding,
+    Gap,
+    JobHistory,
+    Reclaim,
+    Recovery,
+    Return,
+    RunHistory,
+)
 from chaos.check.in_flight import InFlight, in_flight
 from chaos.events import Event
 from chaos.faults.base import FaultKind
@@ -264,8 +275,7 @@ def _crossed(run: RunHistory, history: JobHistory, execution: Execution, flight:
         _died(fault, execution)
         if successor is None:
             if history.latest is execution and history.lost_owner_at is None:
-                history.lost_owner_at = fault.applied.mono
-                history.lost = (fault.id, execution.worker)
+                _lose(history, fault, execution, fault.applied.mono)
         elif not any(r.claim_seq == successor.claim.seq for r in history.recoveries):
             history.recoveries.append(Recovery(max(0.0, successor.claim.mono - fault.applied.mono), fault.id,
                                                execution.worker, successor.worker, successor.claim.seq))
@@ -306,6 +316,7 @@ def _take(run: RunHistory, history: JobHistory, execution: Execution, event: Eve
         history.recoveries.append(Recovery(event.mono - since, fault, owner, worker, event.seq))
         history.lost_owner_at = None
         history.lost = None
+        history.lease_from = history.returned = None
     history.latest = execution
     history.executions.append(execution)
     history.by_key[(worker, token)] = execution
@@ -398,6 +409,8 @@ def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
     if ok:
         if winner is None:
             _extend(run, execution, event)
+            if history.lease_from is not None and history.returned is None and history.latest is execution:
+                history.returned = event  # the owner a fault took renews its lease again
         execution.lost_at = None
     elif execution.lost_at is None:
         execution.lost_at = event
@@ -445,6 +458,7 @@ def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
             history.completion_proven = True
     if event.data.get("ok") is True:
         history.completion_proven = True
+        history.completions.append(event)
     execution = _execution(history, event)
     if execution is None:
         return
@@ -461,8 +475,12 @@ def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
                 {"worker": execution.worker, "token": execution.token, "owner": owner.worker,
                  "owner_token": owner.token, "exposure_s": round(exposure, 4)}))
         elif owner is execution:
+            if history.lost is not None and history.lease_from is not None:  # it came back, nobody had claimed it
+                history.returns.append(Return(history.lost[0], execution, history.lease_from,
+                                              history.returned or event))
             history.lost_owner_at = None  # the owner survived its fault and completed the job
             history.lost = None
+            history.lease_from = history.returned = None
     _end(run, execution, event, "ack")
 
 
@@ -574,14 +592,21 @@ def _end_at_journal(run: RunHistory, fault: FaultHistory, journal: Event) -> Non
                 execution.end, execution.ended_by = journal, "fault"
 
 
+def _lose(history: JobHistory, fault: FaultHistory, owner: Execution, at: float) -> None:
+    """The fault took the job's owner: its recovery clock starts at `at`, and its lease ran from the owner's
+    last accepted claim or extension (for the lease rule, should the owner come back to complete it)."""
+    history.lost_owner_at = at
+    history.lost = (fault.id, owner.worker)
+    history.lease_from, history.returned = owner.extended_at, None
+
+
 def _lose_owners(run: RunHistory, fault: FaultHistory, applied: Event) -> None:
     """Each job whose owner this fault took starts its recovery clock at the fault's applied time."""
     for execution in fault.victims:
         history = run.jobs[execution.job]
         if history.latest is execution:
             if execution.ended_by != "ack" and history.lost_owner_at is None:
-                history.lost_owner_at = applied.mono
-                history.lost = (fault.id, execution.worker)
+                _lose(history, fault, execution, applied.mono)
         elif execution.superseded_by is not None and execution.superseded_by.claim.seq > fault.seq:
             # reclaimed between the fault's journal entry and its application record: recovered at once
             # (unless that claim already closed the recovery of an earlier fault)
