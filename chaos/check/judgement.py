@@ -68,13 +68,16 @@ def judge_job(history: JobHistory, contract: Contract,
 
     def violation(kind: str, message: str, detail: dict[str, Any] | None = None,
                   since: tuple[int, float] | None = None) -> Violation:
-        """`since`: the (seq, time) of the event that decided it, where the witness starts."""
+        """`since`: the (seq, time) of the event that decided it: the witness starts with it, then what
+        happened after it (a queue's record reaches the ledger a moment after what it records)."""
         nonlocal full
         if full is None:
             full = _witness(history, run)
-        origin = run.origin or 0.0
-        witness = full if since is None else [e for e in full if e["seq"] >= since[0]
-                                              or e["t"] >= round(since[1] - origin, 4)]
+        witness = full
+        if since is not None:
+            after = round(since[1] - (run.origin or 0.0), 4)
+            witness = ([e for e in full if e["seq"] == since[0]]
+                       + [e for e in full if e["seq"] > since[0] or (e["t"] > after and e["seq"] != since[0])])
         return Violation(kind, history.job, message, witness, dict(detail or {}))
 
     found = [violation(outcome, reason)] if reason else []

@@ -1,0 +1,83 @@
+"""A lease nobody honoured (issue 34, item 2): under a lease contract, an owner a fault kept from renewing
+comes back to a job nobody reclaimed for longer than the recovery bound after its lease ran out, while a
+worker was free: `recovery_bound_exceeded`, although the owner finished the job."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from chaos.check.checker import judge
+from chaos.check.verdict import Verdict
+from chaos.contract import Contract
+from tests.history import History
+from tests.unit.test_checker_anomalies import LEASE, LOCK
+
+LATE = "recovery_bound_exceeded"
+
+
+def kinds(verdict: Verdict) -> list[str]:
+    return [v.kind for v in verdict.violations]
+
+
+def stopped_owner_returns(stopped_s: float, contract: Contract = LEASE, *, spare_busy: bool = False,
+                          fault: str = "stop") -> History:
+    """w1 claims `a` and is stopped (or cut off) for `stopped_s`; nobody claims `a`; w1 comes back, renews and
+    completes it. w2 is idle throughout, or busy with `b` for as long (`spare_busy`)."""
+    h = History(contract).enqueue("a", "b")
+    if spare_busy:
+        h.claim("b", "w2", "tb")
+    h.claim("a", "w1", "t1").heartbeat("a", "w1", "t1", dt=0.25)
+    if fault == "stop":
+        h.stop("w1").heal("w1", dt=stopped_s)
+    else:
+        h.partition("w1").heal("w1", dt=stopped_s)
+    h.heartbeat("a", "w1", "t1", dt=0.1).effect("a", "w1", "t1").ack("a", "w1", "t1")
+    if spare_busy:
+        h.effect("b", "w2", "tb").ack("b", "w2", "tb")
+    else:
+        h.execute("b", "w2")
+    return h
+
+
+@pytest.mark.parametrize("fault", ["stop", "partition"])
+def test_an_owner_that_returns_to_a_job_nobody_reclaimed_past_the_bound_is_a_late_recovery(fault: str) -> None:
+    verdict = judge(stopped_owner_returns(4.0, fault=fault).snapshot(a="done", b="done").events)
+    assert verdict.verdict == "fail"
+    assert kinds(verdict) == [LATE]
+    (violation,) = verdict.violations
+    assert f"while fault f1 ({fault} w1) kept its owner from renewing it" in violation.message
+    assert "its lease ran out at +" in violation.message and "lease_s = 1.0s" in violation.message
+    assert "whether or not the owner returns" in violation.message
+    assert violation.detail["fault"] == "f1" and violation.detail["by"] is None
+    assert violation.detail["recovery_s"] == pytest.approx(4.11 - 1.25, abs=0.05)
+
+
+def test_an_owner_back_within_the_bound_after_its_lease_ran_out_is_no_violation() -> None:
+    verdict = judge(stopped_owner_returns(2.5).snapshot(a="done", b="done").events)
+    assert verdict.verdict == "pass", [v.message for v in verdict.violations]
+
+
+def test_no_violation_when_no_worker_was_free_to_reclaim_it() -> None:
+    verdict = judge(stopped_owner_returns(4.0, spare_busy=True).snapshot(a="done", b="done").events)
+    assert LATE not in kinds(verdict), [v.message for v in verdict.violations]
+
+
+def test_an_owner_scoped_contract_owes_no_reclaim_while_the_owner_lives() -> None:
+    verdict = judge(stopped_owner_returns(4.0, LOCK).snapshot(a="done", b="done").events)
+    assert verdict.verdict == "pass", [v.message for v in verdict.violations]
+
+
+def test_a_reservation_is_a_lease_here() -> None:
+    contract = replace(LOCK, reservation_s=1.0)
+    verdict = judge(stopped_owner_returns(4.0, contract).snapshot(a="done", b="done").events)
+    assert kinds(verdict) == [LATE]
+    assert "reservation_s = 1.0s" in verdict.violations[0].message
+
+
+def test_a_reclaim_within_the_bound_after_the_lease_is_no_violation() -> None:
+    h = History(LEASE).enqueue("a").claim("a", "w1", "t1").stop("w1").claim("a", "w2", "t2", dt=1.5)
+    h.effect("a", "w2", "t2").ack("a", "w2", "t2").heal("w1", dt=2.5).abandon("a", "w1", "t1", reason="lost")
+    verdict = judge(h.snapshot(a="done").events)
+    assert verdict.verdict == "pass", [v.message for v in verdict.violations]
