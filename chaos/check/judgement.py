@@ -144,32 +144,30 @@ def _late_recoveries(history: JobHistory, contract: Contract, run: RunHistory) -
 def _owed(ret: Return, contract: Contract, run: RunHistory) -> bool:
     """Did the queue owe a reclaim before the owner came back: a lease contract (lease_s or reservation_s;
     an owner-scoped one is exempt while the owner lives), a fault that kept the owner from renewing without
-    ending it (a stop, a pause, a partition of it), and a wait past the bound with a worker free that long?"""
+    ending it (a stop, a pause, a partition of it), and a wait past the bound (plus the lease tolerance: an
+    extension reported late may have renewed the lease a little later) with a worker free that long?"""
     lease = contract.renewal_bound_s
     fault = run.faults.get(ret.fault)
     if lease is None or fault is None or fault.rule.ends_executions or fault.rule.reach != "target":
         return False
-    start = _unclaimed_since(ret, fault, lease, contract, run)[0]
+    start, cause = _unclaimed_since(ret, fault, lease, run)
+    tolerance = 0.0 if cause is not None else (
+        contract.lease_tolerance_s if contract.lease_tolerance_s is not None else 0.25 * lease)
     bound = contract.recovery_bound_s
-    return ret.back.mono - start > bound and free_seconds(run, start, ret.back.mono) > bound
+    return ret.back.mono - start > bound + tolerance and free_seconds(run, start, ret.back.mono) > bound
 
 
-def _unclaimed_since(ret: Return, fault: FaultHistory, lease: float, contract: Contract,
-                     run: RunHistory) -> tuple[float, Cause | None]:
-    """When the queue owed the job a new owner: its lease's end (plus the tolerance: an extension reported
-    late may have renewed it a little later), or where the job left its owner before the fault."""
-    history = run.jobs[ret.owner.job]
-    cause = earlier_loss(history, ret.owner, fault, run)
-    if cause is not None:
-        return cause.at, cause
-    tolerance = contract.lease_tolerance_s if contract.lease_tolerance_s is not None else 0.25 * lease
-    return ret.lease_from + lease + tolerance, None
+def _unclaimed_since(ret: Return, fault: FaultHistory, lease: float, run: RunHistory) -> tuple[float, Cause | None]:
+    """When the queue owed the job a new owner: when its lease ran out, or where the job left its owner
+    before the fault (`chaos.check.causes`)."""
+    cause = earlier_loss(run.jobs[ret.owner.job], ret.owner, fault, run)
+    return (cause.at, cause) if cause is not None else (ret.lease_from + lease, None)
 
 
 def _unreclaimed(history: JobHistory, ret: Return, contract: Contract, run: RunHistory) -> Late:
     lease = contract.renewal_bound_s or 0.0
     fault = run.faults[ret.fault]
-    start, cause = _unclaimed_since(ret, fault, lease, contract, run)
+    start, cause = _unclaimed_since(ret, fault, lease, run)
     waited = ret.back.mono - start
     free = free_seconds(run, start, ret.back.mono)
     origin = run.origin or 0.0
@@ -179,9 +177,9 @@ def _unreclaimed(history: JobHistory, ret: Return, contract: Contract, run: RunH
                               "fault": ret.fault, "owner": ret.owner.worker, "by": None,
                               "lease_end_s": round(ret.lease_from + lease - origin, 4),
                               "back_s": round(ret.back.mono - origin, 4), "free_s": round(free, 4)}
-    tail = (f"until its owner came back at {run.at(ret.back)} ({came_back}), {waited:.3f}s, some worker free for "
-            f"{free:.3f}s of it: past the recovery bound of {contract.recovery_bound_s}s. Under a lease the queue "
-            "owes a reclaim once the lease runs out, whether or not the owner returns")
+    tail = (f"for {waited:.3f}s, until its owner came back at {run.at(ret.back)} ({came_back}), some worker free "
+            f"for {free:.3f}s of that: past the recovery bound of {contract.recovery_bound_s}s. Under a lease the "
+            "queue owes a reclaim once the lease runs out, whether or not the owner returns")
     if cause is not None:
         detail.update(fault=None, after_fault=ret.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
         return ("recovery_bound_exceeded", f"nobody claimed it after {cause.what} {tail}; fault {ret.fault} "

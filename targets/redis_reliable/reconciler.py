@@ -3,6 +3,10 @@
 A list is an orphan once its process's heartbeat key has expired; as Sidekiq Pro's guard demands, it is
 recovered only when the heartbeat has stayed missing for guard_s more (the first sighting is marked with
 the server's clock, so no process clock matters). All in one script, atomic against a heartbeat renewal.
+
+Broken variants (target.toml's [params]): `liveness = "registered"` skips the list of every process still
+in the processes set (it stops cleanly only once), so a stopped or cut-off owner's job sits in a list
+nobody recovers until the owner comes back.
 """
 
 from __future__ import annotations
@@ -36,12 +40,15 @@ def main() -> None:
     client, k = connect(), keys()
     recover = client.register_script(RECOVER)
     period, guard_ms = cfg.param("reconcile_s"), int(cfg.param("guard_s") * 1000)
+    registered = cfg.param("liveness") == "registered"
     prefix = k.processing("")
     log(f"reconciling every {period}s, guard {guard_ms} ms")
     while not stop.wait(period):
         try:
             for key in client.scan_iter(match=k.processing_lists(), count=1000):
                 identity = str(key)[len(prefix):]
+                if registered and client.sismember(k.prefix + "processes", identity):
+                    continue  # registered: taken for alive, whatever its heartbeat
                 moved = recover(keys=[key, k.heartbeat(identity), k.queue, k.orphan(identity)],
                                 args=[guard_ms])
                 if moved:

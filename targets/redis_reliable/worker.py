@@ -7,6 +7,13 @@ is a new process: its predecessor's list is an orphan that only the reconciler r
 heartbeat has expired. Each renewal also reports whether the current job's entry is still in the list
 (the reconciler may have taken it while this process was stopped). An ack or a failure removes the entry
 first (LREM) and does nothing when it is gone: a stale worker's ack is rejected.
+
+Broken variants (target.toml's [params]): `sweep = "blind"` writes each claimed job's status (its entry,
+in the started hash) and, before each fetch, runs the queue's retry sweep (as libraries run their
+maintenance in the fetch path), which retries once a started job that no list holds, whatever state it is
+in: a completed job too; `liveness = "registered"` registers this process in the
+processes set until it stops cleanly, and the reconciler then takes a registered process for alive
+whatever its heartbeat (a stopped or cut-off owner keeps its job until it comes back).
 """
 
 from __future__ import annotations
@@ -36,6 +43,27 @@ if redis.call('HINCRBY', KEYS[2], ARGV[2], 1) >= tonumber(ARGV[3]) then
 end
 redis.call('RPUSH', KEYS[4], ARGV[1])
 return 0"""
+
+# sweep = blind: KEYS: started hash, queue, retried set; ARGV: the processing lists' pattern. Retries each
+# started job that no list holds, once, whatever its state: the flaw is that a completed job is one of them.
+RETRY_BLIND = """
+local held = {}
+for _, key in ipairs(redis.call('KEYS', ARGV[1])) do
+  for _, e in ipairs(redis.call('LRANGE', key, 0, -1)) do held[e] = true end
+end
+for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do held[e] = true end
+local started = redis.call('HGETALL', KEYS[1])
+local moved = 0
+for i = 1, #started, 2 do
+  if not held[started[i + 1]] then
+    redis.call('HDEL', KEYS[1], started[i])
+    if redis.call('SADD', KEYS[3], started[i]) == 1 then
+      redis.call('RPUSH', KEYS[2], started[i + 1])
+      moved = moved + 1
+    end
+  end
+end
+return moved"""
 
 
 class Current:
@@ -94,14 +122,21 @@ def main() -> None:
     identity = f"{cfg.worker_id}:{uuid.uuid4().hex[:8]}"
     processing = k.processing(identity)
     ack, fail = client.register_script(ACK), client.register_script(FAIL)
+    retry_blind = client.register_script(RETRY_BLIND)
     max_attempts = cfg.max_attempts
     current = Current()
     Heartbeat(cfg, k, identity, current, stop).start()
+    registered = cfg.param("liveness") == "registered"
+    if registered:
+        retrying(lambda: client.sadd(k.prefix + "processes", identity), TRANSIENT, stop)
+    status = cfg.param("sweep") == "blind"
     log(f"started as {identity} with {cfg.params}")
 
     def claim() -> str | None:
         """An entry left in this process's own list (a move whose reply a cut connection lost) first,
-        then the queue's head."""
+        then the queue's head (after the retry sweep, under sweep = blind)."""
+        if status:
+            retry_blind(keys=[k.prefix + "started", k.queue, k.prefix + "retried"], args=[k.processing_lists()])
         left = client.lindex(processing, 0)
         if left is not None:
             return str(left)
@@ -112,6 +147,8 @@ def main() -> None:
         job, payload = parse(raw)
         token = uuid.uuid4().hex
         current.set((job, token, raw))
+        if status:  # the job's status, for the reconciler's retry sweep
+            settle(lambda: client.hset(k.prefix + "started", job, raw), stop)
         probe.claim(job, token)
         try:
             run_handler(payload)
@@ -128,6 +165,8 @@ def main() -> None:
         probe.ack(job, token, None if done is None else done == 1)
 
     serve_jobs(stop, claim, process, TRANSIENT)
+    if registered:  # a clean stop: the reconciler may recover this process's list from now on
+        settle(lambda: client.srem(k.prefix + "processes", identity), stop)
 
 
 if __name__ == "__main__":
