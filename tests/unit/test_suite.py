@@ -195,6 +195,15 @@ def test_a_known_server_bug_forgives_only_a_missing_recovery() -> None:
     assert judge_cell(cell, verdict(counts={"lost": 1}), 0).status == "fail"
 
 
+def test_a_known_server_bug_forgives_the_reclaim_it_failed_to_make_and_nothing_else() -> None:
+    cell = Cell("beanstalkd_ttr", "stop_past_deadline", min_recovery_s=1.0, counts={"lost": 0}, server_bug="bug")
+    owed = {"kind": "recovery_bound_exceeded", "job": "a", "witness": [{"seq": 1}], "detail": {"by": None}}
+    assert judge_cell(cell, verdict("fail", violations=[owed], counts={"lost": 0}), 1).status == "xfail"
+    # near miss: a reclaim that came, late, is the queue's own answer
+    late = dict(owed, detail={"by": "w2"})
+    assert judge_cell(cell, verdict("fail", violations=[late], counts={"lost": 0}), 1).status == "fail"
+
+
 def test_a_suites_status_is_its_worst_cells() -> None:
     assert worst(["pass", "xfail", "inconclusive"]) == "inconclusive"
     assert worst(["inconclusive", "fail"]) == "fail" and worst(["fail", "error", "pass"]) == "error"
