@@ -51,10 +51,10 @@ def _released_by_the_queue(history: JobHistory, owner: Execution, run: RunHistor
         if entry.kind == events.QUEUE_CLAIM:
             holder = actor if recorded_at(entry) <= owner.claim.mono else None
         elif entry.kind != events.QUEUE_COMPLETE and holder == owner.worker:
-            how = "released" if entry.kind == events.QUEUE_RELEASE else "failed"
+            how = "released" if entry.kind == events.QUEUE_RELEASE else "recorded failed"
             at = recorded_at(entry)
-            return Cause(entry, at, f"the queue's own record {how} it from its owner {owner.worker} ({entry.kind}, "
-                                    f"order {entry.data.get('order')}, at +{at - (run.origin or 0.0):.3f}s)")
+            return Cause(entry, at, f"the queue's own record took it from its owner {owner.worker} ({entry.kind}: "
+                                    f"{how}, order {entry.data.get('order')}, at +{at - (run.origin or 0.0):.3f}s)")
         else:
             holder = None  # completed, or released from another holder
     return None

@@ -8,12 +8,17 @@ heartbeat has expired. Each renewal also reports whether the current job's entry
 (the reconciler may have taken it while this process was stopped). An ack or a failure removes the entry
 first (LREM) and does nothing when it is gone: a stale worker's ack is rejected.
 
-Broken variants (target.toml's [params]): `sweep = "blind"` writes each claimed job's status (its entry,
-in the started hash) and, before each fetch, runs the queue's retry sweep (as libraries run their
-maintenance in the fetch path), which retries once a started job that no list holds, whatever state it is
-in: a completed job too; `liveness = "registered"` registers this process in the
-processes set until it stops cleanly, and the reconciler then takes a registered process for alive
-whatever its heartbeat (a stopped or cut-off owner keeps its job until it comes back).
+Broken variants (target.toml's [params]):
+- `sweep = "blind"` writes each claimed job's status (its entry, in the started hash) and, before each
+  fetch, runs the queue's retry sweep (as libraries run their maintenance in the fetch path), which
+  retries once a started job that no list holds, whatever state it is in: a completed job too.
+- `sweep = "abort"` runs the queue's stall check between the pop and the status write (the race of issue
+  34's Redis library, made certain): it aborts each job it finds with no status, the one this worker just
+  popped included, for the reconciler to retry after retry_s. The job leaves its owner at once, by the
+  queue's own record, and the worker carries on unaware until its ack is refused.
+- `liveness = "registered"` registers this process in the processes set until it stops cleanly, and the
+  reconciler then takes a registered process for alive whatever its heartbeat (a stopped or cut-off owner
+  keeps its job until it comes back).
 """
 
 from __future__ import annotations
@@ -64,6 +69,25 @@ for i = 1, #started, 2 do
   end
 end
 return moved"""
+
+# sweep = abort: KEYS: started hash, dead set, aborted hash; ARGV: the processing lists' pattern. The queue's
+# stall check: every job in a processing list with no status yet is aborted (moved to the dead set, once per
+# job, stamped with the server's clock) for the reconciler to retry after retry_s.
+ABORT_STALLED = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local aborted = 0
+for _, key in ipairs(redis.call('KEYS', ARGV[1])) do
+  for _, e in ipairs(redis.call('LRANGE', key, 0, -1)) do
+    local job = cjson.decode(e)['id']
+    if redis.call('HEXISTS', KEYS[1], job) == 0 and redis.call('HSETNX', KEYS[3], job, now .. ' ' .. e) == 1 then
+      redis.call('LREM', key, 1, e)
+      redis.call('SADD', KEYS[2], job)
+      aborted = aborted + 1
+    end
+  end
+end
+return aborted"""
 
 
 class Current:
@@ -122,20 +146,20 @@ def main() -> None:
     identity = f"{cfg.worker_id}:{uuid.uuid4().hex[:8]}"
     processing = k.processing(identity)
     ack, fail = client.register_script(ACK), client.register_script(FAIL)
-    retry_blind = client.register_script(RETRY_BLIND)
+    retry_blind, abort_stalled = client.register_script(RETRY_BLIND), client.register_script(ABORT_STALLED)
     max_attempts = cfg.max_attempts
     current = Current()
     Heartbeat(cfg, k, identity, current, stop).start()
     registered = cfg.param("liveness") == "registered"
     if registered:
         retrying(lambda: client.sadd(k.prefix + "processes", identity), TRANSIENT, stop)
-    status = cfg.param("sweep") == "blind"
+    blind, abort = cfg.param("sweep") == "blind", cfg.param("sweep") == "abort"
     log(f"started as {identity} with {cfg.params}")
 
     def claim() -> str | None:
         """An entry left in this process's own list (a move whose reply a cut connection lost) first,
         then the queue's head (after the retry sweep, under sweep = blind)."""
-        if status:
+        if blind:
             retry_blind(keys=[k.prefix + "started", k.queue, k.prefix + "retried"], args=[k.processing_lists()])
         left = client.lindex(processing, 0)
         if left is not None:
@@ -147,7 +171,10 @@ def main() -> None:
         job, payload = parse(raw)
         token = uuid.uuid4().hex
         current.set((job, token, raw))
-        if status:  # the job's status, for the reconciler's retry sweep
+        if abort:
+            settle(lambda: abort_stalled(keys=[k.prefix + "started", k.dead, k.prefix + "aborted"],
+                                         args=[k.processing_lists()]), stop)
+        if blind or abort:  # the job's status, for the retry sweep or the stall check
             settle(lambda: client.hset(k.prefix + "started", job, raw), stop)
         probe.claim(job, token)
         try:

@@ -36,7 +36,7 @@ def released_then_partitioned(*, release_before_fault: bool) -> History:
 
 def test_a_job_the_queue_released_before_the_fault_is_late_from_the_release_not_the_fault() -> None:
     violation = late(released_then_partitioned(release_before_fault=True))
-    assert "after the queue's own record released it from its owner w1" in violation.message
+    assert "after the queue's own record took it from its owner w1 (queue.release: released" in violation.message
     assert "fault f1 (partition w1) came after that and is not the cause" in violation.message
     assert "after fault f1" not in violation.message
     assert violation.detail["fault"] is None and violation.detail["after_fault"] == "f1"
