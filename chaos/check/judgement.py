@@ -12,7 +12,13 @@
   effects alone prove the violation.
 - dead letters: a job ending dead after a number of claims != contract.max_attempts (when set), or a
   job enqueued with fail=false ending dead, is a `dead_lettered` violation.
-- a recovery past contract.recovery_bound_s is a `recovery_bound_exceeded` violation.
+- a recovery past contract.recovery_bound_s is a `recovery_bound_exceeded` violation; under a lease
+  (lease_s or reservation_s) so is an owner a stop, pause or partition kept from renewing that came back
+  to a job nobody reclaimed within the bound after its lease ran out, while a worker was free. Either is
+  counted from the event that took the job from its owner, the fault only when nothing before it shows
+  the job gone (`chaos.check.causes`), and its witness starts there.
+- `claim_after_completion`: a claim after the queue accepted a completion of the job
+  (`chaos.check.reruns`), forbidden under every delivery contract unless rerun_after_completion = allowed.
 - `heartbeat_gap` (with a contract lease_s or reservation_s): an owner whose consecutive accepted
   extensions (or its claim and first extension) were further apart than that bound, plus the tolerance,
   with no fault on it to explain the gap: it held the job past its lease, and only a queue that failed to

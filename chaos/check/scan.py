@@ -41,7 +41,11 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
 - recovery: a fault whose kind takes the owner (a kill, stop or restart of the owner's worker, a
   backend restart while the job was owned) loses the owner; recovery = next claim - the fault's
   applied time (0 when the claim landed between the fault's journal entry and its applied record). An
-  owner that survives its fault and acks the job successfully needs no recovery.
+  owner that survives its fault and acks the job successfully needs no recovery; it is kept (`Return`,
+  with its lease's start and its first accepted extension or ack since) for the lease rule, which judges
+  whether the queue owed a reclaim meanwhile.
+- completions: each accepted ack (by the worker's word or the control's answer), for
+  `claim_after_completion`.
 """
 
 from __future__ import annotations
