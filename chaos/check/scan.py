@@ -413,8 +413,7 @@ def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
     if ok:
         if winner is None:
             _extend(run, execution, event)
-            if history.lease_from is not None and history.returned is None and history.latest is execution:
-                history.returned = event  # the owner a fault took renews its lease again
+            _renewed(history, execution, event)
         execution.lost_at = None
     elif execution.lost_at is None:
         execution.lost_at = event
@@ -428,9 +427,16 @@ def _on_worker_heartbeat(run: RunHistory, event: Event) -> None:
         if ok:
             if execution.superseded_by is None:
                 _extend(run, execution, event)
+                _renewed(run.jobs[execution.job], execution, event)
             execution.lost_at = None
         elif execution.lost_at is None:
             execution.lost_at = event
+
+
+def _renewed(history: JobHistory, execution: Execution, event: Event) -> None:
+    """The owner a fault took renews its lease again: its first such extension is when it came back."""
+    if history.lease_from is not None and history.returned is None and history.latest is execution:
+        history.returned = event
 
 
 def _extend(run: RunHistory, execution: Execution, event: Event) -> None:

@@ -81,3 +81,15 @@ def test_a_reclaim_within_the_bound_after_the_lease_is_no_violation() -> None:
     h.effect("a", "w2", "t2").ack("a", "w2", "t2").heal("w1", dt=2.5).abandon("a", "w1", "t1", reason="lost")
     verdict = judge(h.snapshot(a="done").events)
     assert verdict.verdict == "pass", [v.message for v in verdict.violations]
+
+
+def test_under_worker_leases_the_owner_is_back_at_its_workers_first_accepted_heartbeat() -> None:
+    # near miss: w1 comes back within the bound and renews by its worker's heartbeat (naming another job),
+    # then works on for long before its ack
+    contract = replace(LEASE, lease_scope="worker")
+    h = History(contract).enqueue("a", "b").claim("a", "w1", "t1").heartbeat("a", "w1", "t1", dt=0.25)
+    h.stop("w1").heal("w1", dt=2.5).heartbeat("other", "w1", "tx", dt=0.1)
+    h.heartbeat("other", "w1", "tx", dt=0.25).heartbeat("other", "w1", "tx", dt=0.25)
+    h.effect("a", "w1", "t1", dt=3.0).ack("a", "w1", "t1").execute("b", "w2")  # w2 idle until then
+    verdict = judge(h.snapshot(a="done", b="done").events)
+    assert LATE not in kinds(verdict), [v.message for v in verdict.violations]
