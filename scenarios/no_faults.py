@@ -2,7 +2,8 @@
 
 Risk probed: a recovery rule that fires on its own (a lease shorter than normal work, an age-based
 rescuer) turns a healthy run into duplicates. With no fault injected, any redelivery shows up as a
-premature reclaim, and any job not done is lost or stuck.
+premature reclaim (of a job still running) or a claim after completion (of one the queue had completed),
+and any job not done is lost or stuck.
 """
 
 from __future__ import annotations
