@@ -72,6 +72,11 @@ class Contract:
     # violation under every delivery contract ("forbidden"; at-least-once allows a redelivery when the ack
     # was lost or refused, not after it was accepted), an anomaly only under "allowed".
     rerun_after_completion: str = "forbidden"
+    # An owner loss spends an attempt: the queue counts an execution it took back from its owner (dead,
+    # frozen, cut off or slow past its lease) toward max_attempts, and dead-letters the job when that was the
+    # last one (Oban's Lifeline, pg_lifeline's rescuer). A healthy job dead after exactly max_attempts
+    # claims that each lost it is then the promise kept; one dead sooner is still `dead_lettered`.
+    owner_loss_counts_attempt: bool = False
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], where: str) -> Contract:
@@ -99,6 +104,10 @@ class Contract:
             raise ConfigError(f"{where}: contract max_attempts = {attempts!r}; expected a positive integer.")
         if "watchdog" in raw and not isinstance(raw["watchdog"], bool):
             raise ConfigError(f"{where}: contract watchdog = {raw['watchdog']!r}; expected true or false.")
+        counts = raw.get("owner_loss_counts_attempt", False)
+        if not isinstance(counts, bool) or (counts and attempts is None):
+            raise ConfigError(f"{where}: contract owner_loss_counts_attempt = {counts!r}; expected true or false, "
+                              "and true only with max_attempts (the attempts an owner loss counts toward).")
         return cls(**raw)
 
     @property

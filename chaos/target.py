@@ -3,7 +3,8 @@
 target.toml's settings are split by audience: `[server]` configures the backend's server (each provider
 declares what it takes), `[params]` are the queue's own knobs (typed TOML values, checked against
 `[choices]`, handed to the workers and the control as JSON values), and `[contract]` is what the queue
-promises, which the checker judges against and the workers read from their settings.
+promises, which the checker judges against and the workers read from their settings. A contract value may
+be tied to a parameter (`lease_s = "{param:rescue_after_s}"`, `chaos.contract_params`): one setting then.
 
 The control side is a class named in target.toml that sets up the queue, enqueues jobs, gives the
 worker environment, and takes the final `snapshot()` of every job as the queue itself sees it.
@@ -24,6 +25,7 @@ from chaos.backends.base import Backend, Endpoint
 from chaos.backends.options import ServerOption
 from chaos.backends.registry import KINDS, server_options
 from chaos.contract import SECONDS, Contract, is_seconds
+from chaos.contract_params import described, kind_of, referenced, resolve, tie
 from chaos.errors import ConfigError
 from chaos.names import check_name
 from chaos.usercode import load_module
@@ -161,10 +163,72 @@ class Target:
     shutdown_grace_s: float = DEFAULT_GRACE_S  # how long its processes get after SIGTERM at the end of a run
     observer: str | None = None  # 'module:Class' of its observer, where it declares one
     image: str | None = None  # the image its workers run in (chaos.containers.workers), where they run in one
+    ties: dict[str, str] = field(default_factory=dict)  # contract key -> the [params] value it is ("{param:NAME}")
 
     def with_params(self, overrides: dict[str, str]) -> Target:
-        """Apply `-p key=value` overrides: a server setting (checked by the option that declares it, the value
-        read as TOML) or a parameter (read as its default's type; refused outside the declared choices)."""
+        """Apply `-p key=value` overrides (see `with_overrides`)."""
+        return self.with_overrides(overrides, {})
+
+    def with_contract(self, overrides: dict[str, str]) -> Target:
+        """Apply `-c key=value` overrides (see `with_overrides`)."""
+        return self.with_overrides({}, overrides)
+
+    def with_overrides(self, params: dict[str, str], contract: dict[str, str]) -> Target:
+        """Apply `-p` and `-c`. `-p key=value` sets a server setting (checked by the option that declares it,
+        the value read as TOML) or a parameter (read as its default's type; refused outside the declared
+        choices). `-c key=value` sets a contract key (the value read as TOML, else as a string), checked as
+        target.toml's are; `-c key=` unsets it, `-c key={param:NAME}` ties it to a parameter. A key tied to a
+        parameter is one setting with it: `-c` retunes the parameter too, and a `-p` and a `-c` (or two `-c`)
+        that give it different values contradict each other. Tied keys then take their parameters' values."""
+        if not params and not contract:
+            return self
+        raw = {key: value for key, value in self.contract.to_dict().items() if value is not None}
+        ties, params = dict(self.ties), dict(params)
+        given = {name: f"-p {name}={text}" for name, text in params.items()}
+        where = f"target {self.name} with -c overrides" if contract else f"target {self.name} with -p overrides"
+        for key, text in contract.items():
+            raw.pop(key, None)
+            if text == "":
+                self._known_contract_key(key)
+                ties.pop(key, None)
+                continue
+            value = _toml_value(text)
+            name = referenced(key, value, where)
+            if name is not None:
+                resolve({key: name}, self.params, where)  # a parameter of the key's kind, or refused now
+                ties[key] = name
+            elif key in ties:
+                self._retune(key, text, params, given)
+            else:
+                raw[key] = value
+        target = self._with_params(params)
+        raw.update(resolve(ties, target.params, where))
+        return replace(target, ties=ties, contract=Contract.from_dict(raw, described(where, ties)))
+
+    def _retune(self, key: str, text: str, params: dict[str, str], given: dict[str, str]) -> None:
+        """`-c key=text` of a key tied to a parameter: the parameter's value too, unless another flag gave it
+        a different one (a contradiction: the judge and the queue would disagree)."""
+        name, flag = self.ties[key], f"-c {key}={text}"
+        try:
+            value = self._param(name, text)
+        except ConfigError as exc:
+            raise ConfigError(f"{flag} sets the parameter {name} too (target.toml ties them: {key} = "
+                              f'"{{param:{name}}}"). {exc}') from None
+        if name in params and self._param(name, params[name]) != value:
+            raise ConfigError(f"Target {self.name}: {given[name]} and {flag} contradict each other: target.toml ties "
+                              f'the contract\'s {key} to the parameter {name} ({key} = "{{param:{name}}}"), so they '
+                              "are one setting, the queue's and the judge's. Give one of them, or both the same value.")
+        params[name], given[name] = text, flag
+
+    def _known_contract_key(self, key: str) -> None:
+        """`-c key=` unsets a key of the contract, which must be one."""
+        known = Contract.__dataclass_fields__
+        if key not in known:
+            raise ConfigError(f"target {self.name} with -c overrides: -c {key}= unsets no contract key; expected keys "
+                              f"among {', '.join(sorted(known))}.")
+
+    def _with_params(self, overrides: dict[str, str]) -> Target:
+        """The target with its `-p` values set (its contract not yet tied to them)."""
         params, server = dict(self.params), dict(self.server)
         options = server_options(self.backend)
         for key, text in overrides.items():
@@ -195,14 +259,6 @@ class Target:
         """The [server] values for the options a provider declares (an external server takes none)."""
         names = {option.name for option in declared}
         return {key: value for key, value in self.server.items() if key in names}
-
-    def with_contract(self, overrides: dict[str, str]) -> Target:
-        """Apply `-c key=value` overrides (each value read as TOML, else as a string), checked as target.toml's are."""
-        if not overrides:
-            return self
-        raw = {k: v for k, v in self.contract.to_dict().items() if v is not None}
-        raw.update({key: _toml_value(value) for key, value in overrides.items()})
-        return replace(self, contract=Contract.from_dict(raw, f"target {self.name} with -c overrides"))
 
     def command(self, argv: list[str], worker: str, endpoint_url: str, namespace: str) -> list[str]:
         """A process's command line with its placeholders filled in (see PLACEHOLDERS)."""
@@ -288,8 +344,9 @@ def load_target(folder: Path) -> Target:
                 or not argv[0].strip():
             raise ConfigError(f"{file}: {key} = {argv!r}; expected a non-empty list of strings, a program and its "
                               "arguments, such as [\"{python}\", \"{target_dir}/worker.py\"].")
-    contract = Contract.from_dict(dict(need("contract", dict, "a [contract] table")), str(file))
     params = _load_params(dict(need("params", dict, "a [params] table")) if "params" in raw else {}, file)
+    tied, ties = tie(dict(need("contract", dict, "a [contract] table")), params, str(file))
+    contract = Contract.from_dict(tied, described(str(file), ties))
     for argv, key in ((worker, "worker"), (reconciler or [], "reconciler")):
         _check_placeholders(argv, key, params, file)
     choices = _load_choices(raw.get("choices", {}), params, file)
@@ -311,20 +368,11 @@ def load_target(folder: Path) -> Target:
                           "(\"queue-chaos/python\" runs them on the host's Python), or no image key.")
     return Target(name, folder.resolve(), str(raw.get("description", "")), backend,
                   str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, server,
-                  float(grace), observer, image)
+                  float(grace), observer, image, ties)
 
 
 _KIND_EXAMPLES = {"integer": "an integer", "number": "a finite number", "boolean": "true or false",
                   "string": "a string"}
-
-
-def kind_of(value: Any) -> str:
-    """A parameter's kind, from its TOML value's type: what `-p` must give for it."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    return "number" if isinstance(value, float) else "string"
 
 
 def _parse_kind(text: str, kind: str) -> Any:

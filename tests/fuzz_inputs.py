@@ -13,11 +13,15 @@ from typing import Any
 from hypothesis import strategies as st
 
 CONTRACT_KEYS = ["recovery_bound_s", "delivery", "lease_s", "heartbeat_s", "stale_ack", "overlap", "max_attempts",
-                 "watchdog", "lease_tolerance_s", "on_owner_loss", "lease_scope", "rerun_after_completion"]
+                 "watchdog", "lease_tolerance_s", "on_owner_loss", "lease_scope", "rerun_after_completion",
+                 "owner_loss_counts_attempt"]
+# References to a target_tomls parameter, to none, and ones that only look like one
+REFERENCES = ["{param:poll_s}", "{param:n}", "{param:heartbeat}", "{param:flag}", "{param:nope}", "{param:", "{param:}"]
 
 scalars = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**6), st.booleans(),
                     st.text(max_size=12),
-                    st.sampled_from(["at-least-once", "rejected", "never", "postgres", "drop", "worker", "allowed"]))
+                    st.sampled_from(["at-least-once", "rejected", "never", "postgres", "drop", "worker", "allowed",
+                                     *REFERENCES]))
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
     st.text("abcxyz_", min_size=1, max_size=6), inner, max_size=3), max_leaves=6)
 contracts = st.dictionaries(st.sampled_from([*CONTRACT_KEYS, "bogus"]), values, max_size=8)

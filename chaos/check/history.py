@@ -80,6 +80,9 @@ class Finding:
     message: str
     exposure_s: float | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    # premature_reclaim: seconds from the owner's last accepted claim or extension to the reclaim, for the
+    # contract to tell a lease that ran out from one still running
+    renewed_s: float | None = None
 
 
 @dataclass(slots=True)

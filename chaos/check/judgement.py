@@ -11,7 +11,9 @@
   and then stuck where the snapshot does not look is `unknown`); where the contract forbids it, the
   effects alone prove the violation.
 - dead letters: a job ending dead after a number of claims != contract.max_attempts (when set), or a
-  job enqueued with fail=false ending dead, is a `dead_lettered` violation.
+  job enqueued with fail=false ending dead, is a `dead_lettered` violation; under
+  owner_loss_counts_attempt, a healthy job whose every claim lost the job (its owner died, froze or was
+  cut off, or the queue took it back) has spent its attempts, and only the count is judged.
 - a recovery past contract.recovery_bound_s is a `recovery_bound_exceeded` violation; under a lease
   (lease_s or reservation_s) so is an owner a stop, pause or partition kept from renewing that came back
   to a job nobody reclaimed within the bound after its lease ran out, while a worker was free. Either is
@@ -23,6 +25,9 @@
   extensions (or its claim and first extension) were further apart than that bound, plus the tolerance,
   with no fault on it to explain the gap: it held the job past its lease, and only a queue that failed to
   expire it let the next extension succeed.
+- `premature_reclaim` (proven by `chaos.check.scan`): where the contract has lease_s and no heartbeat_s (a
+  lease nobody renews), a reclaim at or after the owner's lease end (less the tolerance) is none: the lease
+  ran out, and `overlap` decides what the two owners then did.
 - `early_reclaim` (with a contract lease_s): a claim that took the job from an owner that had not released
   it, sooner than the owner's lease allowed: before its last accepted claim or extension plus lease_s,
   less contract.reclaim_tolerance_s. (A kill does not excuse it: a lease outlives its owner.) Under
@@ -50,7 +55,7 @@ from typing import Any
 from chaos import events
 from chaos.check.capacity import free_seconds
 from chaos.check.causes import Cause, earlier_loss
-from chaos.check.history import GLOBAL, Execution, FaultHistory, JobHistory, Return, RunHistory
+from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, JobHistory, Return, RunHistory
 from chaos.check.reruns import claim_after_completion
 from chaos.check.verdict import Violation
 from chaos.contract import Contract
@@ -89,6 +94,8 @@ def judge_job(history: JobHistory, contract: Contract,
     found = [violation(outcome, reason)] if reason else []
     allowed: list[dict[str, Any]] = []
     for finding in history.findings:
+        if _lease_ran_out(finding, contract):
+            continue  # the lease did what it is for: the overlap rules judge what the two owners then did
         if _allowed(finding.kind, contract):
             allowed.append({"kind": finding.kind, "job": history.job, "exposure_s": _round(finding.exposure_s),
                             "message": f"{finding.message} ({_allowed_by(finding.kind, contract)})"})
@@ -277,6 +284,16 @@ def _early_reclaims(history: JobHistory, contract: Contract, run: RunHistory) ->
     return early
 
 
+def _lease_ran_out(finding: Finding, contract: Contract) -> bool:
+    """Is this premature_reclaim a reclaim after the owner's lease ran out, where the contract promises no
+    renewal (lease_s without heartbeat_s: rescue by age)? Premature means reclaimed while its owner was alive
+    and within its lease. A lease the contract says is renewed (heartbeat_s) never runs out under a live,
+    unfaulted owner, so a reclaim from one is premature whenever it comes."""
+    lease = contract.lease_s
+    return (finding.kind == "premature_reclaim" and lease is not None and contract.heartbeat_s is None
+            and finding.renewed_s is not None and finding.renewed_s >= lease - contract.reclaim_tolerance_s)
+
+
 def _allowed(kind: str, contract: Contract) -> bool:
     if kind in ("stale_ack_accepted", "stale_extension_accepted"):
         return contract.stale_ack == "accepted"
@@ -450,10 +467,25 @@ def _dead_letter_reason(history: JobHistory, contract: Contract, snap: dict[str,
         counted = f" (the queue counted {snap['attempts']})" if snap.get("attempts") is not None else ""
         reasons.append(f"dead-lettered after {claims} attempt(s){counted}, but the contract says "
                        f"max_attempts = {contract.max_attempts}")
-    if history.poison is False:
+    if history.poison is False and not (contract.owner_loss_counts_attempt
+                                        and all(_lost_its_job(e) for e in history.executions)):
+        spent = (" and not every attempt lost its owner (owner_loss_counts_attempt)"
+                 if contract.owner_loss_counts_attempt else "")
         reasons.append(f"dead-lettered after {claims} attempt(s) although it was not a poison job "
-                       "(enqueued with fail=false)")
+                       f"(enqueued with fail=false){spent}")
     return "; ".join(reasons)
+
+
+def _lost_its_job(execution: Execution) -> bool:
+    """Did the execution end without giving the job up on its own account (no accepted ack, no abandon
+    other than one because it had lost the job): its owner died, froze or was cut off, or the queue took
+    the job from it? Under owner_loss_counts_attempt such an execution spent an attempt."""
+    end = execution.end
+    if end is None or execution.ended_by not in ("ack", "abandon"):
+        return True
+    if execution.ended_by == "ack":
+        return end.data.get("ok") is not True
+    return end.data.get("reason") == "lost"
 
 
 def _round(value: float | None) -> float | None:

@@ -6,7 +6,8 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
 - `premature_reclaim`: a claim while the job's current owner had not ended (or had just given it up
   as lost: the claim that took it is reported after it commits), its process alive, and no fault
   that excuses a reclaim (its kind says so: a kill, stop or restart of it since its claim, a clock
-  fault on it, a backend restart since) reached it.
+  fault on it, a backend restart since) reached it. It keeps how long since the owner's last accepted
+  claim or extension: a lease the contract does not renew may have run out (`chaos.check.judgement`).
 - `stale_ack_accepted`: an accepted ack by an execution that had been superseded. An ack whose outcome
   the worker could not learn (`ok` null) is judged as the target's control answered it
   (`chaos.check.control_answers`); unanswered, it ends its execution and proves nothing either way (the
@@ -310,7 +311,8 @@ def _take(run: RunHistory, history: JobHistory, execution: Execution, event: Eve
                     "process alive and unfaulted (no kill, stop or restart of it since its claim, no clock "
                     "fault on it, no backend restart since its claim)",
                     detail={"claimer": worker, "claimer_token": token, "owner": previous.worker,
-                            "owner_token": previous.token, "held_s": round(held, 4)}))
+                            "owner_token": previous.token, "held_s": round(held, 4)},
+                    renewed_s=execution.at - previous.extended_at))
     if history.lost_owner_at is not None:
         fault, owner = history.lost or ("?", "?")
         since = history.lost_owner_at

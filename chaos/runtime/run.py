@@ -159,7 +159,7 @@ def prepare(target: Target, scenario: Scenario, options: RunOptions) -> Prepared
     suite checks every cell this way before its first run."""
     if options.worker_image:
         target = replace(target, image=options.worker_image)
-    prepared = Prepared(target.with_params(options.overrides).with_contract(options.contract),
+    prepared = Prepared(target.with_overrides(options.overrides, options.contract),
                         scenario.with_params(options.scenario_params), provider(target.backend, options.backend))
     prepared.provider.require_packages()
     check_server_overrides(prepared.target, prepared.provider, options.overrides)

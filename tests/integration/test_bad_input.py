@@ -63,6 +63,13 @@ def test_a_run_dir_file_that_cannot_be_written(tmp_path: Path) -> None:
      'recovery_bound_s = 1\n', "each choice must be an integer, as its default n = 1 is"),
     ('backend = "postgres"\nworker = ["x"]\n[params]\nmode = "c"\n[choices]\nmode = ["a", "b"]\n[contract]\n'
      'recovery_bound_s = 1\n', 'the default mode = "c" is not among its choices'),
+    ('backend = "postgres"\nworker = ["x"]\n[params]\nage_s = 2.0\n[contract]\nrecovery_bound_s = 1\n'
+     'lease_s = "{param:age}"\n', 'contract lease_s = "{param:age}" names no parameter of the target (its [params]: '
+     'age_s)'),
+    ('backend = "postgres"\nworker = ["x"]\n[params]\nage = "long"\n[contract]\nrecovery_bound_s = 1\n'
+     'lease_s = "{param:age}"\n', "names the parameter age = 'long', which is not a number of seconds"),
+    ('backend = "postgres"\nworker = ["x"]\n[params]\nage = 2.0\n[contract]\nrecovery_bound_s = 1\n'
+     'lease_s = "{param:age"\n', "lease_s = '{param:age' is no parameter reference"),
 ])
 def test_malformed_target_toml(tmp_path: Path, toml: str, phrase: str) -> None:
     target = tmp_path / "mytarget"
@@ -80,6 +87,22 @@ def test_unknown_parameter_and_bad_value(tmp_path: Path) -> None:
     result = chaos("run", "--target", "pg_lease", "--scenario", "kill_after_effect_before_ack", "-p", "ack=sometimes",
                    "--runs-dir", str(tmp_path))
     assert_usage_error(result, "ack='sometimes' is not one of conditional, unconditional")
+
+
+@pytest.mark.parametrize("args, phrases", [
+    (["-p", "ttr=5", "-c", "reservation_s=3"], ["-p ttr=5 and -c reservation_s=3 contradict each other",
+                                                'reservation_s = "{param:ttr}"']),
+    (["-c", "reservation_s={param:tube}"], ['contract reservation_s = "{param:tube}" names no parameter', "ttr"]),
+    (["-c", "reservation_s=soon"], ["-c reservation_s=soon sets the parameter ttr too", "is not an integer"]),
+    (["-p", "ttr=0"], ["tied to [params]: reservation_s = ttr", "contract reservation_s = 0"]),
+    (["-c", "reservation="], ["-c reservation= unsets no contract key", "reservation_s"]),
+])
+def test_a_contract_that_contradicts_its_params_is_refused_naming_both(tmp_path: Path, args: list[str],
+                                                                      phrases: list[str]) -> None:
+    result = chaos("run", "--target", "beanstalkd_ttr", "--scenario", "no_faults", *args, "--runs-dir", str(tmp_path))
+    assert_usage_error(result, *phrases)
+    assert result.stderr.count("\n") == 1, "one paragraph: " + result.stderr
+    assert not list(tmp_path.iterdir()), "no run dir for a run that never started"
 
 
 def test_a_parameter_keeps_the_kind_of_its_default(tmp_path: Path) -> None:

@@ -83,6 +83,12 @@ def test_a_suite_file_nested_too_deep_to_read(tmp_path: Path) -> None:
                    "too deep")
 
 
+def test_a_cell_whose_contract_contradicts_its_params(tmp_path: Path) -> None:
+    cell = ('[[cell]]\ntarget = "beanstalkd_ttr"\nscenario = "no_faults"\nparams = { ttr = 5 }\n'
+            'contract = { reservation_s = 3 }\n')
+    assert_refused(tmp_path, suite(tmp_path, cell), "-p ttr=5 and -c reservation_s=3 contradict each other")
+
+
 def test_a_target_listed_twice_as_correct(tmp_path: Path) -> None:
     result = suite(tmp_path, 'correct = ["pg_lease", "redis_reliable", "pg_lease"]\n')
     assert_refused(tmp_path, result, "correct lists pg_lease more than once")

@@ -20,7 +20,7 @@ from chaos.runtime import probe_schema
 from chaos.suite.cell import Cell
 from chaos.suite.merge import merge
 from chaos.target import load_target
-from tests.fuzz_inputs import contracts, edited_file, probe_bodies, target_tomls
+from tests.fuzz_inputs import CONTRACT_KEYS, REFERENCES, contracts, edited_file, probe_bodies, target_tomls
 from tests.suite_shards import losing, write_shards
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -45,16 +45,22 @@ def test_a_contract_is_finite_and_positive_or_refused(raw: dict[str, Any]) -> No
 
 @FAST
 @given(target_tomls(), st.lists(st.tuples(st.sampled_from(["heartbeat", "poll_s", "flag", "n", "zz"]),
-                                          st.text(max_size=8)), max_size=3))
-def test_a_target_toml_and_its_p_values_load_or_are_refused(toml: str, overrides: list[tuple[str, str]]) -> None:
+                                          st.text(max_size=8)), max_size=3),
+       st.lists(st.tuples(st.sampled_from([*CONTRACT_KEYS, "zz"]),
+                          st.one_of(st.sampled_from(["", "3", "0", "-1", "nan", "true", *REFERENCES]),
+                                    st.text(max_size=8))), max_size=3))
+def test_a_target_toml_and_its_p_and_c_values_load_or_are_refused(toml: str, overrides: list[tuple[str, str]],
+                                                                 contract: list[tuple[str, str]]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "target.toml").write_text(toml)
         try:
-            target = load_target(Path(folder)).with_params(dict(overrides))
+            target = load_target(Path(folder)).with_overrides(dict(overrides), dict(contract))
         except ConfigError as exc:
             assert str(exc)
             return
     assert finite_numbers(target.contract) and math.isfinite(target.shutdown_grace_s)
+    for key, name in target.ties.items():
+        assert getattr(target.contract, key) == target.params[name], "a tied value is its parameter's"
     for value in target.params.values():
         assert isinstance(value, (str, int, bool)) or math.isfinite(value)
     json.dumps([target.params, target.choices, target.contract.to_dict()], allow_nan=False)
