@@ -25,9 +25,9 @@ from chaos.usercode import load_module
 def _lease(contract: Contract) -> str | None:
     if contract.renewal_bound_s is not None:
         return None
-    return ("it needs ownership with a deadline (contract lease_s, or reservation_s), and this contract has none: "
-            "nobody may take a stopped or cut-off owner's job, so the situation the scenario tests cannot be "
-            "arranged")
+    return ("it needs ownership with a deadline (contract lease_s, or reservation_s), and this contract states none: "
+            "nothing then says that the queue takes a stopped owner's job, or when, so a new owner cannot be held "
+            "for the stale one to race and the situation the scenario tests cannot be arranged")
 
 
 def _renewed_lease(contract: Contract) -> str | None:

@@ -98,8 +98,8 @@ def _skipped(ledger: Sequence[Event], contract: Contract, why: str) -> Verdict:
     """A run whose scenario needs what the contract does not promise: nothing started, nothing is judged."""
     start = next((e.data for e in ledger if e.kind == events.RUN_START), {})
     return Verdict(events.SKIPPED, str(start.get("target", "?")), str(start.get("scenario", "?")), start.get("seed"),
-                   contract.to_dict(), _counts(RunHistory(), {}), {}, [], [], {"jobs": {}}, str(start.get("command", "")),
-                   [why])
+                   contract.to_dict(), _counts(RunHistory(), {}), {}, [], [], {"jobs": {}},
+                   str(start.get("command", "")), [why])
 
 
 def _from_the_queues_record(ledger: Sequence[Event], contract: Contract, covers: frozenset[str],

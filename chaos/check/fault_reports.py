@@ -5,11 +5,12 @@ took waited to be reclaimed."""
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from typing import Any
 
 from chaos import events
 from chaos.check.history import FaultHistory, RunHistory
-from chaos.check.verdict import FaultReport
+from chaos.check.verdict import PREMISE_NOT_HELD, FaultReport
 from chaos.faults.base import not_exercised_without_proof
 
 
@@ -45,7 +46,7 @@ def unmet_premises(run: RunHistory) -> list[str]:
                 or fault.healed.data.get("condition_held") is not False):
             continue
         lasted = fault.healed.mono - fault.applied.mono
-        notes.append(f"premise not held: fault {fault.id} ({fault.kind} {fault.target}) was to last until {until}, "
+        notes.append(f"{PREMISE_NOT_HELD}: fault {fault.id} ({fault.kind} {fault.target}) was to last until {until}, "
                      f"but it ended on its deadline after {lasted:.1f}s; instead, {_instead(run, fault)}. The "
                      "scenario was exercised only in part: nothing shows how the queue takes the path it exists "
                      "to test")
@@ -60,18 +61,19 @@ def _instead(run: RunHistory, fault: FaultHistory) -> str:
         return "the ledger names no job the condition was about"
     start, end = fault.applied.mono, fault.healed.mono
     probes = [e for e in history.events if e.kind.startswith(events.PROBE_PREFIX)]
-    during = [e for e in probes if start <= e.mono <= end]
-    after = [e for e in probes if e.mono > end][:3]
-    said = (f"during the {fault.kind} {job} saw " + ", ".join(_said(run, e) for e in during[:3])
-            if during else f"nobody touched {job} during the {fault.kind} ({end - start:.1f}s)")
-    then = ("after the heal " + ", ".join(_said(run, e) for e in after)) if after else f"nothing more of {job} after the heal"
+    during = Counter(_said(e) for e in probes if start <= e.mono <= end)
+    after = [f"{_said(e)} at {run.at(e)}" for e in probes if e.mono > end][:3]
+    said = (f"during the {fault.kind} {job} saw " + ", ".join(f"{what} x{n}" if n > 1 else what
+                                                              for what, n in during.items())
+            if during else f"nobody touched {job} during the {fault.kind}")
+    then = f"after the heal {', '.join(after)}" if after else f"nothing more of {job} after the heal"
     return f"{said}; {then}"
 
 
-def _said(run: RunHistory, event: events.Event) -> str:
+def _said(event: events.Event) -> str:
     point = event.kind.removeprefix(events.PROBE_PREFIX)
     refused = " (refused)" if event.data.get("ok") is False else ""
-    return f"{point}{refused} by {event.worker} at {run.at(event)}"
+    return f"{point}{refused} by {event.worker}"
 
 
 def recovery_summary(run: RunHistory) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from chaos.check.verdict import PREMISE_NOT_HELD
 from chaos.suite.cell import Cell
 
 STATUSES = ("pass", "xfail", "skipped", "inconclusive", "fail", "error")
@@ -47,6 +48,9 @@ def judge_cell(cell: Cell, verdict: dict[str, Any] | None, exit_code: int, outpu
         error = str(verdict.get("error") or "").strip().splitlines()
         return Outcome("error", [f"harness error (exit code {exit_code}): {error[0] if error else 'no detail'}"])
     if got == "inconclusive" and cell.verdict != "inconclusive":
+        if cell.server_bug and not (verdict.get("recovery") or {}).get("jobs") and any(
+                str(note).startswith(PREMISE_NOT_HELD) for note in verdict.get("notes") or []):
+            return Outcome("xfail", [f"no recovery at all: {cell.server_bug}"])  # the bug left the premise unmet
         return Outcome("inconclusive", [f"inconclusive: {'; '.join(verdict.get('notes') or []) or 'no reason given'}"])
     reasons = _differences(cell, verdict, exit_code)
     if got == "skipped" and not reasons:

@@ -111,7 +111,8 @@ def junit(document: dict[str, Any]) -> ET.ElementTree:
     cells = document["cells"]
     counts = document["counts"]
     suite = ET.Element("testsuite", name="queue-chaos suite", tests=str(len(cells)), failures=str(counts["fail"]),
-                       errors=str(counts["error"] + counts["inconclusive"]), skipped=str(counts["xfail"] + counts["skipped"]),
+                       errors=str(counts["error"] + counts["inconclusive"]),
+                       skipped=str(counts["xfail"] + counts["skipped"]),
                        time=f"{document['duration_s']:.3f}")
     for cell in cells:
         repeat = f" repeat {cell['repeat']}" if cell["repeat"] > 1 else ""

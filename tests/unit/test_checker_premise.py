@@ -25,8 +25,16 @@ def test_a_premise_that_never_held_makes_the_run_inconclusive_naming_it() -> Non
     assert verdict.verdict == "inconclusive", verdict.notes
     (note,) = [n for n in verdict.notes if n.startswith("premise not held")]
     assert UNTIL in note and "after 12.0s" in note, note
-    assert "nobody touched a during the stop" in note and "after the heal effect by w1" in note, note
+    assert "nobody touched a during the stop" in note and "after the heal effect by w1 at +" in note, note
     assert "ack by w1" in note, note
+
+
+def test_what_the_queue_did_instead_counts_the_probes_during_the_fault() -> None:
+    h = History(LEASED, faults=["stop"]).enqueue("a").start("w1").start("w2", 4343).claim("a", "w1")
+    h.stop("w1", until=UNTIL, until_job="a").heartbeat("a", "w1").heartbeat("a", "w1")  # a sidecar renews it
+    verdict = judge(h.heal("w1", held=False).effect("a", "w1").ack("a", "w1").snapshot(a="done").events)
+    (note,) = [n for n in verdict.notes if n.startswith("premise not held")]
+    assert "during the stop a saw heartbeat by w1 x2" in note, note
 
 
 def test_a_premise_that_held_is_no_note() -> None:
