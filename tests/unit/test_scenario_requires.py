@@ -19,6 +19,7 @@ from chaos.reports.schemas import schema
 from chaos.scenario import Scenario, load_scenario
 from chaos.suite.cell import Cell
 from chaos.suite.expect import judge_cell, worst
+from chaos.suite.report import junit
 from tests.history import History
 
 NO_LEASE = Contract(recovery_bound_s=2.0)
@@ -88,3 +89,23 @@ def test_a_suite_counts_a_cell_skipped_as_known_apart_from_passes() -> None:
     assert cell_status("pass", "skipped") == "fail"  # the known answer changed
     assert cell_status("skipped", "pass") == "fail"
     assert worst(["skipped", "pass"]) == "pass" and worst(["skipped"]) == "skipped"
+
+
+def test_a_server_bug_cell_forgives_the_premise_the_bug_left_unmet() -> None:
+    verdict = {"verdict": "inconclusive", "notes": ["premise not held: fault f1 (stop w1) ..."], "faults": [],
+               "violations": [], "counts": {}, "recovery": {"jobs": {}}}
+    bug = Cell("t", "s", server_bug="the server never expires a silent reservation")
+    assert judge_cell(bug, verdict, 4).status == "xfail"
+    assert judge_cell(Cell("t", "s"), verdict, 4).status == "inconclusive"  # near miss: no bug named
+    other = dict(verdict, notes=["fault not exercised: a gate never matched"])
+    assert judge_cell(bug, other, 4).status == "inconclusive"  # near miss: another reason
+
+
+def test_the_suite_junit_marks_a_cell_skipped_as_known() -> None:
+    cell = {"variant": "t", "scenario_variant": "s", "seed": 1, "repeat": 1, "duration_s": 1.0, "status": "skipped",
+            "reasons": ["scenario s is skipped: it needs a lease"], "violations": []}
+    document = {"cells": [cell], "duration_s": 1.0,
+                "counts": {"pass": 0, "xfail": 0, "skipped": 1, "inconclusive": 0, "fail": 0, "error": 0}}
+    suite = junit(document).getroot()
+    assert suite.get("skipped") == "1"
+    assert suite.find("testcase/skipped").get("type") == "skipped"  # type: ignore[union-attr]
