@@ -189,7 +189,9 @@ class Context(Protocol):
         """The contract's recovery bound plus a margin: how long to wait for recovery after a fault."""
 
     def long_handler_s(self) -> float:
-        """A handler duration well past the target's ownership deadline (lease, or rescue age)."""
+        """A handler duration well past the target's ownership deadline (lease, or rescue age). Under a lease
+        never renewed (lease_s without heartbeat_s) the job is lost on age alone: a scenario that needs it
+        kept declares REQUIRES = ("renewed_lease",)."""
 
     def param(self, name: str) -> str:
         """The value of one of the scenario's PARAMS for this run (`chaos run -s name=value`)."""

@@ -291,7 +291,9 @@ class ScenarioContext:
         return self.contract.recovery_bound_s + margin_s
 
     def long_handler_s(self) -> float:
-        """2.5 leases, or, without a lease, 1.5 recovery bounds (which cover a rescuer's age threshold)."""
+        """2.5 leases, or, without a lease, 1.5 recovery bounds (which cover a rescuer's age threshold). A
+        lease never renewed (no heartbeat_s) loses such a job on age alone: only lease_shorter_than_handler,
+        which judges that, runs it there; the others REQUIRE a renewed lease."""
         if self.contract.lease_s:
             return round(2.5 * self.contract.lease_s, 3)
         return round(1.5 * self.contract.recovery_bound_s, 3)

@@ -4,6 +4,7 @@ passed (issue 34, items 5 and 9): the requirement, the skipped verdict, its exit
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -49,6 +50,19 @@ def test_a_scenario_that_needs_a_renewed_lease_is_skipped_for_a_lease_never_rene
 
 def test_the_age_rule_is_judged_where_the_lease_is_never_renewed() -> None:
     assert scenario("lease_shorter_than_handler").unmet(AGE_ONLY) is None
+
+
+# Optional contract keys a scenario's steps may depend on; reading one (or sizing a handler from the lease)
+# must come with a declared REQUIRES, except where the scenario exists to judge what the key's absence means.
+OPTIONAL = re.compile(r"contract\.(lease_s|heartbeat_s|reservation_s|max_attempts)\b|long_handler_s\(")
+JUDGES_ITS_ABSENCE = {"lease_shorter_than_handler": "where a lease never renewed is judged by the age rule"}
+
+
+def test_no_bundled_scenario_depends_on_an_optional_contract_key_without_declaring_it() -> None:
+    silent = [path.stem for path in sorted(bundled("scenarios").glob("*.py"))
+              if OPTIONAL.search(path.read_text()) and not scenario(path.stem).requires
+              and path.stem not in JUDGES_ITS_ABSENCE]
+    assert not silent, f"scenarios that read an optional contract key but declare no REQUIRES: {silent}"
 
 
 def test_an_unknown_requirement_is_a_config_error(tmp_path: Path) -> None:
@@ -107,5 +121,6 @@ def test_the_suite_junit_marks_a_cell_skipped_as_known() -> None:
     document = {"cells": [cell], "duration_s": 1.0,
                 "counts": {"pass": 0, "xfail": 0, "skipped": 1, "inconclusive": 0, "fail": 0, "error": 0}}
     suite = junit(document).getroot()
-    assert suite.get("skipped") == "1"
-    assert suite.find("testcase/skipped").get("type") == "skipped"  # type: ignore[union-attr]
+    assert suite is not None and suite.get("skipped") == "1"
+    skipped = suite.find("testcase/skipped")
+    assert skipped is not None and skipped.get("type") == "skipped"
