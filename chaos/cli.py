@@ -1,7 +1,8 @@
 """The `chaos` command: run a scenario against a target, recompute a report, list what exists, clean up
 after killed runs, serve the embedded Toxiproxy; run a suite of many cells, and merge its shards.
 
-Exit codes: 0 pass, 1 fail, 2 usage or configuration error, 3 harness error, 4 inconclusive.
+Exit codes: 0 pass, 1 fail, 2 usage or configuration error, 3 harness error, 4 inconclusive, 5 skipped (the
+scenario needs what the target's contract does not promise; nothing ran).
 """
 
 from __future__ import annotations

@@ -120,6 +120,9 @@ def run_start(**data: Any) -> Record:
     return Record(RUN_START, CONTROLLER, None, None, data)
 
 
+SKIPPED = "skipped"  # run.end's status for a scenario whose REQUIRES the contract does not meet
+
+
 def run_end(status: str, detail: str) -> Record:
     return Record(RUN_END, CONTROLLER, None, None, {"status": status, "detail": detail})
 

@@ -5,6 +5,8 @@ turns it off). It adds nothing to a test run until asked:
   collects each target x scenario x seed as a test item, `chaos[pg_lease-kill_after_effect_before_ack-seed3]`,
   which runs that cell through `chaos run` (a process of its own, as any run) and passes when the verdict
   is pass. A failure shows the run's summary: its violations with their witnesses, and the reproduce line.
+  A run skipped because the scenario needs what the target's contract does not promise (its REQUIRES) is
+  a skipped item, with the reason.
   A known-bad cell is listed in the ini option `chaos_xfail`, or marked from a conftest.py's
   `pytest_collection_modifyitems` (by the item's `chaos_cell` id) `xfail(strict=True, raises=VerdictFailed)`:
   then its verdict must be fail, every time (a harness error or an inconclusive run still fails the item).
@@ -203,6 +205,8 @@ class ChaosItem(pytest.Item):
         self.user_properties.append(("verdict", verdict.get("verdict")))
         if verdict.get("verdict") == "fail":
             raise VerdictFailed(summary)
+        if verdict.get("verdict") == "skipped":  # the scenario needs what the contract does not promise
+            pytest.skip("; ".join(verdict.get("notes") or []) or "skipped")
         if verdict.get("verdict") != "pass":
             raise RunBroken(summary)
 

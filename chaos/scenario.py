@@ -1,7 +1,8 @@
 """Scenarios: one Python file each, with a docstring naming the seed risk it probes, a `run(ctx)` that
 drives the run through the `Context` below, and `FAULTS`, the fault kinds it injects: a run whose
 backend cannot take one of them is refused before anything starts, and a fault it did not declare is
-refused when injected.
+refused when injected. `REQUIRES` names what it needs of the contract (`REQUIREMENTS`): against a
+contract without it, the run is skipped with the reason, before anything starts, never run and passed.
 """
 
 from __future__ import annotations
@@ -21,11 +22,51 @@ from chaos.target import Job, JobState
 from chaos.usercode import load_module
 
 
+def _lease(contract: Contract) -> str | None:
+    if contract.renewal_bound_s is not None:
+        return None
+    return ("it needs ownership with a deadline (contract lease_s, or reservation_s), and this contract states none: "
+            "nothing then says that the queue takes a stopped owner's job, or when, so a new owner cannot be held "
+            "for the stale one to race and the situation the scenario tests cannot be arranged")
+
+
+def _renewed_lease(contract: Contract) -> str | None:
+    if contract.lease_s is None or contract.heartbeat_s is not None:
+        return None
+    return (f"it needs a lease renewed while its owner works (contract heartbeat_s), and this contract's lease of "
+            f"{contract.lease_s:g}s is never renewed (no heartbeat_s: rescue by age alone): its long handler would "
+            "lose the job on age alone, which lease_shorter_than_handler judges, and hide what this scenario tests")
+
+
+# What a scenario may need of the contract (its module's REQUIRES): name -> (the reason a contract cannot
+# give it, or None; what it means, for the docs). A contract without a lease meets "renewed_lease": the
+# scenario's own path for ownership without a deadline runs.
+REQUIREMENTS: dict[str, tuple[Callable[[Contract], str | None], str]] = {
+    "lease": (_lease, "ownership has a deadline (lease_s or reservation_s), so the queue may take a stopped "
+                      "owner's job"),
+    "renewed_lease": (_renewed_lease, "a lease, where there is one, is renewed while its owner works "
+                                      "(heartbeat_s)"),
+}
+
+
 class Gate(Protocol):
     """An armed gate (see `Context.arm`)."""
 
     @property
     def id(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A ledger predicate with the words that name it. A fault held until a condition journals those
+    words, so that a run whose fault ended on its deadline instead can say which premise did not hold."""
+
+    text: str
+    test: Callable[[Event], bool]
+    job: str | None = None  # the job it is about, whose events say what the queue did instead
+
+    def __call__(self, event: Event) -> bool:
+        return self.test(event)
 
 
 @dataclass(frozen=True)
@@ -82,11 +123,16 @@ class Context(Protocol):
         """Wait for a ledger event; `what` names it in the inconclusive verdict if it never comes."""
 
     def probe_of(self, point: str, job: str, *, worker: str | None = None, not_worker: str | None = None,
-                 token: str | None = None) -> Callable[[Event], bool]:
-        """A ledger predicate: a probe at `point` of `job` (by, or not by, a worker; or with a token)."""
+                 token: str | None = None) -> Condition:
+        """A named ledger predicate: a probe at `point` of `job` (by, or not by, a worker; or with a token)."""
 
-    def execution_ended(self, job: str, token: Any) -> Callable[[Event], bool]:
-        """A ledger predicate: the execution holding `token` acked or abandoned `job`."""
+    def execution_ended(self, job: str, token: Any) -> Condition:
+        """A named ledger predicate: the execution holding `token` acked or abandoned `job`."""
+
+    @property
+    def leased(self) -> bool:
+        """Whether ownership has a deadline (contract lease_s or reservation_s): then the queue owes a reclaim
+        of a job whose owner stopped renewing it, and "another worker claims the job" is a premise."""
 
     def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree", pid: int | None = None) -> list[int]:
         """SIGKILL a worker's tree (or only its process, or with scope "sender" the process `pid` of its tree)
@@ -97,12 +143,17 @@ class Context(Protocol):
         the held probe, a pool child whose parent lives on), release the gate; the held probe."""
 
     def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
-                   gate: Gate | None = None) -> bool:
+                   gate: Gate | None = None, *, premise: bool = True) -> bool:
         """SIGSTOP a worker until a ledger event satisfies `predicate` (at most `max_s`), then SIGCONT;
-        a held `gate` is released while it is stopped. Whether the predicate held."""
+        a held `gate` is released while it is stopped. Whether the predicate held.
+
+        A named predicate (a `Condition`, as `probe_of` gives) is the scenario's premise: when it never
+        holds, the run exercised only part of the scenario and is inconclusive unless a violation is proven
+        anyway. `premise=False` says that for this contract the condition may rightly never hold (nobody may
+        take a job whose ownership has no deadline); an unnamed predicate makes a timed fault."""
 
     def pause_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
-                    gate: Gate | None = None) -> bool:
+                    gate: Gate | None = None, *, premise: bool = True) -> bool:
         """Freeze a worker's whole container (the cgroup freezer: every process in it, however it detached)
         until `predicate` (at most `max_s`), then thaw it; needs the workers in containers."""
 
@@ -110,7 +161,7 @@ class Context(Protocol):
         """SIGKILL a worker's container: every process in it dies; the host pids it held."""
 
     def disconnect_backend_until(self, predicate: Callable[[Event], bool], max_s: float,
-                                 gate: Gate | None = None) -> bool:
+                                 gate: Gate | None = None, *, premise: bool = True) -> bool:
         """Cut the backend's container off its network until `predicate` (at most `max_s`), then connect it
         again; needs the docker provider."""
 
@@ -138,7 +189,9 @@ class Context(Protocol):
         """The contract's recovery bound plus a margin: how long to wait for recovery after a fault."""
 
     def long_handler_s(self) -> float:
-        """A handler duration well past the target's ownership deadline (lease, or rescue age)."""
+        """A handler duration well past the target's ownership deadline (lease, or rescue age). Under a lease
+        never renewed (lease_s without heartbeat_s) the job is lost on age alone: a scenario that needs it
+        kept declares REQUIRES = ("renewed_lease",)."""
 
     def param(self, name: str) -> str:
         """The value of one of the scenario's PARAMS for this run (`chaos run -s name=value`)."""
@@ -150,9 +203,9 @@ class Context(Protocol):
         `blackhole` keeps them open and swallows every byte."""
 
     def partition_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float, mode: str = "disable",
-                        gate: Gate | None = None) -> bool:
+                        gate: Gate | None = None, *, premise: bool = True) -> bool:
         """Partition `worker` until the ledger shows `predicate` (at most `max_s`), releasing `gate` once the
-        partition is in place; then heal it. Whether the predicate held."""
+        partition is in place; then heal it. Whether the predicate held (see `stop_until` for `premise`)."""
 
     def latency(self, worker: str, ms: int, jitter_ms: int = 0) -> NetworkFault:
         """Delay each chunk of `worker`'s traffic by `ms` (+/- `jitter_ms`) in each direction."""
@@ -185,6 +238,12 @@ class Scenario:
     faults: tuple[str, ...] = ()  # the fault kinds it may inject
     deadline_s: float | None = None  # its own deadline, when the default (from the contract) is too short
     params: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> its choices, the default first
+    requires: tuple[str, ...] = ()  # what it needs of the contract (REQUIREMENTS), else it is skipped
+
+    def unmet(self, contract: Contract) -> str | None:
+        """Why this scenario cannot run against `contract` (a skipped run's reason), or None."""
+        reasons = [reason for need in self.requires if (reason := REQUIREMENTS[need][0](contract)) is not None]
+        return f"scenario {self.name} is skipped: " + "; and ".join(reasons) if reasons else None
 
     def with_params(self, overrides: dict[str, str]) -> dict[str, str]:
         """Its parameters, with `-s key=value` overrides checked against the declared choices."""
@@ -221,6 +280,11 @@ def load_scenario(path: Path) -> Scenario:
             for k, v in params.items()):
         raise ConfigError(f"Scenario {path}: PARAMS = {params!r}; expected a dict of parameter names to their "
                           "choices (strings, the default first), e.g. PARAMS = {'mode': ('disable', 'blackhole')}.")
+    requires = getattr(module, "REQUIRES", ())
+    if not isinstance(requires, (tuple, list)) or not all(need in REQUIREMENTS for need in requires):
+        raise ConfigError(f"Scenario {path}: REQUIRES = {requires!r}; expected a tuple of what it needs of the "
+                          f"contract, among {', '.join(REQUIREMENTS)} (or leave it out).")
     return Scenario(path.stem, path.resolve(), (module.__doc__ or "").strip(), run, tuple(faults),
-                    None if deadline is None else float(deadline), {k: tuple(v) for k, v in params.items()})
+                    None if deadline is None else float(deadline), {k: tuple(v) for k, v in params.items()},
+                    tuple(requires))
 

@@ -11,7 +11,8 @@ long job, extending its lease all the while, so a fresh worker that takes the jo
 however slowly that worker starts: the lease it took was renewed a heartbeat ago, not once at a claim
 the fresh worker may start too late for. Without a lease it is held too (a long job would meet an
 age-based rescuer instead). A fresh worker has claimed a warm-up job, so fresh workers are polling,
-before the owners die.
+before the owners die. A lease never renewed (lease_s without heartbeat_s) cannot be extended, so such a
+contract skips it (REQUIRES "renewed_lease").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from chaos import Context
 
 FAULTS = ("clock", "kill")
+REQUIRES = ("renewed_lease",)
 AHEAD_S = 600.0
 BEHIND_S = -3.0  # past any lease of the bundled targets; the behind worker sees new jobs only 3 s late
 WORKING_S = 6.0  # under a lease, the behind owner's job: longer than fresh workers take to start under load

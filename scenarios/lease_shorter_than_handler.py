@@ -4,6 +4,8 @@ ready to take any job that looks abandoned.
 Risk probed: "set the lease shorter than the handler's running time and the job is claimed again
 while the first worker is still working. Both execute." A heartbeat on its own thread keeps the lease;
 a heartbeat blocked by its own handler, or an age-based rescuer, hands a live worker's job to another.
+This is where a lease never renewed (lease_s without heartbeat_s: rescue by age alone) is judged: the
+scenarios that need a renewed lease are skipped for it, this one runs.
 """
 
 from __future__ import annotations

@@ -23,6 +23,6 @@ def run(ctx: Context) -> None:
     ctx.start_worker()
     held = ctx.wait(gate)
     ctx.partition_until(held.worker, ctx.probe_of("claim", victim, not_worker=held.worker), ctx.recovery_deadline(),
-                        mode="blackhole", gate=gate)
+                        mode="blackhole", gate=gate, premise=ctx.leased)
     ctx.wait_for(ctx.execution_ended(victim, held.token), ctx.recovery_deadline(), "the partitioned owner's ack")
     ctx.wait_drained(ctx.recovery_deadline())

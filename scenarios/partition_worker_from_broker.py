@@ -7,7 +7,9 @@ how long it kept working after losing its claim shows as exposure (an effect aft
 work after its own extension failed). With mode=disable (the default) its connections close at once;
 with mode=blackhole they stay open and swallow every byte, so a server cannot notice that the owner is
 gone until the partition heals: ownership held by a session (a row or advisory lock) stays with the
-partitioned owner past the recovery bound.
+partitioned owner past the recovery bound. The long job needs a lease renewed while its owner works
+(REQUIRES "renewed_lease"): a lease never renewed would lose it on age alone, whatever the partition did,
+so such a contract skips it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from chaos import Context
 
 FAULTS = ("partition",)
+REQUIRES = ("renewed_lease",)
 PARAMS = {"mode": ("disable", "blackhole")}
 
 
@@ -26,7 +29,7 @@ def run(ctx: Context) -> None:
     ctx.start_worker()
     held = ctx.wait(gate)
     ctx.partition_until(held.worker, ctx.probe_of("claim", victim, not_worker=held.worker), ctx.recovery_deadline(),
-                        mode=ctx.param("mode"), gate=gate)
+                        mode=ctx.param("mode"), gate=gate, premise=ctx.leased)
     ctx.wait_for(ctx.execution_ended(victim, held.token), 2 * handler_s + ctx.recovery_deadline(),
                  "the partitioned owner's ack or abandon")
     ctx.wait_drained(ctx.recovery_deadline())

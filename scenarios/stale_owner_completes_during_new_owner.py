@@ -7,8 +7,9 @@ new owner.
 Risk probed: "a stale worker must not complete a job it lost", in the ordering that separates fenced
 from unfenced completions: the job is still claimed (by the new owner) when the stale ack arrives, so an
 ack that checks the status but not the claim token wins. (In stop_past_deadline the new owner has
-usually finished first, and then a status check alone rejects the stale ack.) Without a lease nobody may
-take a stopped owner's job: it finishes its job after SIGCONT.
+usually finished first, and then a status check alone rejects the stale ack.) It needs ownership with a
+deadline (REQUIRES "lease": lease_s or reservation_s): without one nobody may take a stopped owner's job, no
+new owner can hold it, and the run is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -16,20 +17,19 @@ from __future__ import annotations
 from chaos import Context
 
 FAULTS = ("stop",)
+REQUIRES = ("lease",)
 
 
 def run(ctx: Context) -> None:
     (victim,) = ctx.enqueue(1)
     first = ctx.arm("after:claim", job=victim)
-    leased = ctx.contract.lease_s is not None
-    second = ctx.arm("after:claim", job=victim, nth=2) if leased else None  # nth counts the first claim too
+    second = ctx.arm("after:claim", job=victim, nth=2)  # nth counts the first claim too
     ctx.start_worker()
     ctx.start_worker()
     held = ctx.wait(first)
     ctx.stop_until(held.worker, ctx.probe_of("claim", victim, not_worker=held.worker), ctx.recovery_deadline(),
                    gate=first)
     ctx.wait_for(ctx.execution_ended(victim, held.token), ctx.recovery_deadline(), "the stale owner's ack or abandon")
-    if second is not None:
-        ctx.wait(second)
-        ctx.release(second)
+    ctx.wait(second)
+    ctx.release(second)
     ctx.wait_drained(ctx.recovery_deadline())

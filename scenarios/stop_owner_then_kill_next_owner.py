@@ -4,8 +4,10 @@ Risk probed: "an extension must check that the worker still owns the claim (Rows
 claim token)". A stale owner that resumes and extends by job id alone keeps the job's lease alive for
 the next owner, who is dead: the job stays unavailable past the recovery bound, and the stale owner goes
 on as if it owned it. The checker sees the stale extension itself (a successful extension reported after
-another worker's claim). Without a lease nobody may take a stopped owner's job, so there is no next owner
-to kill: the stopped owner finishes its job after SIGCONT.
+another worker's claim). It needs a lease renewed while its owner works (REQUIRES "renewed_lease"): a lease
+never renewed would lose the long job on age alone, so such a contract skips it. Without a lease nobody may
+take a stopped owner's job, so there is no next owner to kill: the stopped owner finishes its job after
+SIGCONT.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from chaos import Context
 
 FAULTS = ("stop", "kill")
+REQUIRES = ("renewed_lease",)
 
 
 def run(ctx: Context) -> None:
@@ -25,7 +28,7 @@ def run(ctx: Context) -> None:
     ctx.start_worker()
     held = ctx.wait(first)
     ctx.stop_until(held.worker, ctx.probe_of("claim", victim, not_worker=held.worker), ctx.recovery_deadline(),
-                   gate=first)
+                   gate=first, premise=ctx.leased)
     if second is not None:
         ctx.kill_held(second)
         ctx.start_worker()

@@ -24,7 +24,8 @@ def run(ctx: Context) -> None:
     ctx.start_worker()
     held = ctx.wait(gate)
     owner = held.worker
-    ctx.stop_until(owner, ctx.probe_of("claim", victim, not_worker=owner), ctx.recovery_deadline(), gate=gate)
+    ctx.stop_until(owner, ctx.probe_of("claim", victim, not_worker=owner), ctx.recovery_deadline(), gate=gate,
+                   premise=ctx.leased)
     # The resumed owner must finish its stale execution (abandon, or an ack the queue judges) before the end.
     ctx.wait_for(ctx.execution_ended(victim, held.token), ctx.recovery_deadline(), "the stale owner's ack/abandon")
     ctx.wait_drained(ctx.recovery_deadline())

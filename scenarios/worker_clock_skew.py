@@ -3,7 +3,9 @@ in the middle of a long job it is heartbeating.
 
 Risk probed: "lease arithmetic happens on one clock: the storage's". A worker that compares leases
 against its own clock sees every live lease as expired and takes jobs from healthy owners; lease
-arithmetic on the database clock is immune to the skew.
+arithmetic on the database clock is immune to the skew. The long job needs a lease renewed while its owner
+works (REQUIRES "renewed_lease"): a lease never renewed would lose it on age alone, so such a contract
+skips it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from chaos import Context
 
 FAULTS = ("clock",)
+REQUIRES = ("renewed_lease",)
 SKEW_S = 600.0
 SHORT_JOBS = 3
 

@@ -114,13 +114,17 @@ class History:
         return self.exit(worker) if exited else self
 
     def stop(self, worker: str, fid: str = "f1", gate: str | None = None, pids: list[int] | None = None,
-             *, dt: float = 0.01) -> History:
-        """SIGSTOP journaled and applied (heal it with `heal`)."""
-        self.journal("stop", worker, fid, gate, dt=dt, max_s=5.0)
+             *, dt: float = 0.01, until: str | None = None, until_job: str | None = None,
+             premise: bool = True) -> History:
+        """SIGSTOP journaled and applied (heal it with `heal`); `until` names the condition it is held until,
+        about `until_job`, as `ctx.stop_until` journals a named one."""
+        named = {"until": until, "until_job": until_job, "premise": premise} if until is not None else {}
+        self.journal("stop", worker, fid, gate, dt=dt, max_s=5.0, **named)
         return self.applied(worker, fid, pids=[PID] if pids is None else pids)
 
-    def heal(self, worker: str, fid: str = "f1", *, dt: float = 0.01) -> History:
-        return self.record(events.fault_healed(fid, worker, {"pids": [PID], "condition_held": True}), dt=dt)
+    def heal(self, worker: str, fid: str = "f1", *, dt: float = 0.01, held: bool = True) -> History:
+        """The heal, with whether the fault's condition held (else it ended on its deadline)."""
+        return self.record(events.fault_healed(fid, worker, {"pids": [PID], "condition_held": held}), dt=dt)
 
     def restart(self, worker: str, fid: str = "f1", gate: str | None = None, *, old_pid: int = PID,
                 new_pid: int = 4343, exited: bool = True, started: bool = True, dt: float = 0.01) -> History:

@@ -18,7 +18,7 @@ from typing import Any
 
 from chaos import events
 from chaos.check.control_answers import answered, done
-from chaos.check.fault_reports import fault_reports, recovery_summary
+from chaos.check.fault_reports import fault_reports, recovery_summary, unmet_premises
 from chaos.check.history import JobHistory, RunHistory
 from chaos.check.judgement import judge_job, unproven_note, unsettled_for
 from chaos.check.queue_record import DISAGREE, STALE, committed, covered, evidence, judge_record
@@ -59,6 +59,9 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
     if contract is None:
         start = next((e.data for e in ledger if e.kind == events.RUN_START), {})
         contract = Contract.from_dict(dict(start.get("contract", {})), "ledger run.start")
+    end = next((e.data for e in ledger if e.kind == events.RUN_END), {})
+    if end.get("status") == events.SKIPPED:
+        return _skipped(ledger, contract, str(end.get("detail", "")))
     covers = covered(ledger)
     answers = answered(ledger)
     completed_by_some = done(ledger)
@@ -89,6 +92,14 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
                    str(start.get("command", "")), notes, error or None, anomalies,
                    [_exit(e) for e in run.unexpected_exits], run.network, [_refused(e) for e in run.refusals],
                    source)
+
+
+def _skipped(ledger: Sequence[Event], contract: Contract, why: str) -> Verdict:
+    """A run whose scenario needs what the contract does not promise: nothing started, nothing is judged."""
+    start = next((e.data for e in ledger if e.kind == events.RUN_START), {})
+    return Verdict(events.SKIPPED, str(start.get("target", "?")), str(start.get("scenario", "?")), start.get("seed"),
+                   contract.to_dict(), _counts(RunHistory(), {}), {}, [], [], {"jobs": {}},
+                   str(start.get("command", "")), [why])
 
 
 def _from_the_queues_record(ledger: Sequence[Event], contract: Contract, covers: frozenset[str],
@@ -173,8 +184,8 @@ def _refused(refusal: Event) -> dict[str, Any]:
 
 def _proved_nothing(run: RunHistory, faults: list[FaultReport]) -> list[str]:
     """Why the run proved nothing about the queue, even with no violation: no final snapshot, no job to
-    judge, a fault the scenario declares (FAULTS) that it never injected, or one that never landed. Empty
-    when it proved what it set out to."""
+    judge, a fault the scenario declares (FAULTS) that it never injected, one that never landed, or one whose
+    premise never held (it ended on its deadline, not its condition). Empty when it proved what it set out to."""
     if not run.snapshot_taken:
         return ["the run ended before the final snapshot: lost and stuck jobs cannot be judged"]
     reasons = []
@@ -193,7 +204,7 @@ def _proved_nothing(run: RunHistory, faults: list[FaultReport]) -> list[str]:
         reasons += [f"gate {gate} ({spec}) never matched" for gate, spec in run.gates_armed.items()
                     if gate not in run.gate_matched]
         reasons += [f"fault {f.id} ({f.kind} {f.target}) was not exercised: {f.why}" for f in faults if not f.exercised]
-    return reasons
+    return reasons + unmet_premises(run)
 
 
 def _exit(exit: Event) -> dict[str, Any]:

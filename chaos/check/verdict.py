@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-EXIT_CODES = {"pass": 0, "fail": 1, "error": 3, "inconclusive": 4}
+# skipped: the scenario needs what the contract does not promise (its REQUIRES), so nothing ran: not 0,
+# which means a proven pass.
+EXIT_CODES = {"pass": 0, "fail": 1, "error": 3, "inconclusive": 4, "skipped": 5}
+PREMISE_NOT_HELD = "premise not held"  # how a note on a fault that ended on its deadline, not its condition, begins
 OUTCOMES = ("completed", "redelivered", "overlapped", "lost", "dropped", "stuck", "dead_lettered", "unexpected",
             "unsettled", "unknown")
 

@@ -82,11 +82,11 @@ class _Faults:
         if step.fault in HOLDING:
             until = ctx.probe_of("claim", held.job, not_worker=held.worker)
             if step.fault == "stop":
-                ctx.stop_until(held.worker, until, ctx.recovery_deadline(), gate=gate)
+                ctx.stop_until(held.worker, until, ctx.recovery_deadline(), gate=gate, premise=ctx.leased)
             elif step.fault == "pause":
-                ctx.pause_until(held.worker, until, ctx.recovery_deadline(), gate=gate)
+                ctx.pause_until(held.worker, until, ctx.recovery_deadline(), gate=gate, premise=ctx.leased)
             else:
-                ctx.partition_until(held.worker, until, ctx.recovery_deadline(), gate=gate)
+                ctx.partition_until(held.worker, until, ctx.recovery_deadline(), gate=gate, premise=ctx.leased)
             return True
         if step.fault in KILLING:
             if step.fault == "kill":

@@ -38,7 +38,8 @@ def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> N
 
 
 def junit(verdict: Verdict) -> ET.ElementTree:
-    """One test case per run: failed with each violation, skipped when inconclusive, errored on a crash."""
+    """One test case per run: failed with each violation, skipped when inconclusive or skipped, errored on a
+    crash."""
     suite = ET.Element("testsuite", name="queue-chaos", tests="1")
     case = ET.SubElement(suite, "testcase", classname=f"chaos.{verdict.target}", name=verdict.scenario)
     text = summary(verdict)
@@ -49,9 +50,9 @@ def junit(verdict: Verdict) -> ET.ElementTree:
     elif verdict.verdict == "error":
         suite.set("errors", "1")
         ET.SubElement(case, "error", message=(verdict.error or "error").splitlines()[0][:200]).text = text
-    elif verdict.verdict == "inconclusive":
+    elif verdict.verdict in ("inconclusive", "skipped"):
         suite.set("skipped", "1")
-        ET.SubElement(case, "skipped", message="; ".join(verdict.notes) or "inconclusive").text = text
+        ET.SubElement(case, "skipped", message="; ".join(verdict.notes) or verdict.verdict).text = text
     ET.SubElement(case, "system-out").text = text
     return ET.ElementTree(suite)
 

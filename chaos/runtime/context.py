@@ -22,7 +22,7 @@ from chaos.runtime.gates import Gate as ArmedGate
 from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import ActiveFault, Nemesis
 from chaos.runtime.sink import Sink
-from chaos.scenario import Gate, HeldProbe, NetworkFault
+from chaos.scenario import Condition, Gate, HeldProbe, NetworkFault
 from chaos.target import Control, Job, JobState
 
 GATE_TIMEOUT_S = 30.0
@@ -122,15 +122,25 @@ class ScenarioContext:
         return event
 
     def probe_of(self, point: str, job: str, *, worker: str | None = None, not_worker: str | None = None,
-                 token: str | None = None) -> Callable[[Event], bool]:
+                 token: str | None = None) -> Condition:
         kind = events.PROBE_PREFIX + point
-        return lambda e: (e.kind == kind and e.job == job and (worker is None or e.worker == worker)
-                          and (not_worker is None or e.worker != not_worker)
-                          and (token is None or e.data.get("token") == token))
+        words = [f"a {point} probe of {job}"]
+        words += [f"from {worker}"] if worker is not None else []
+        words += [f"from a worker other than {not_worker}"] if not_worker is not None else []
+        words += [f"with token {token}"] if token is not None else []
+        return Condition(" ".join(words), lambda e: (
+            e.kind == kind and e.job == job and (worker is None or e.worker == worker)
+            and (not_worker is None or e.worker != not_worker) and (token is None or e.data.get("token") == token)),
+            job)
 
-    def execution_ended(self, job: str, token: Any) -> Callable[[Event], bool]:
+    def execution_ended(self, job: str, token: Any) -> Condition:
         ends = (events.PROBE_ACK, events.PROBE_ABANDON)
-        return lambda e: e.kind in ends and e.job == job and e.data.get("token") == token
+        return Condition(f"the execution of {job} with token {token} acks or abandons it",
+                         lambda e: e.kind in ends and e.job == job and e.data.get("token") == token, job)
+
+    @property
+    def leased(self) -> bool:
+        return self.contract.renewal_bound_s is not None
 
     # -- faults ----------------------------------------------------------------------------------
 
@@ -151,14 +161,17 @@ class ScenarioContext:
         return held
 
     def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
-                   gate: Gate | None = None) -> bool:
+                   gate: Gate | None = None, *, premise: bool = True) -> bool:
         """The held gate's answer waits for the worker to resume; SIGCONT comes in the nemesis's `finally`."""
-        return self._until(stop.KIND.name, worker, predicate, max_s, gate, "stopped")
+        return self._until(stop.KIND.name, worker, predicate, max_s, gate, "stopped", premise)
 
     def _until(self, kind: str, worker: str, predicate: Callable[[Event], bool], max_s: float, gate: Gate | None,
-               state: str, **params: Any) -> bool:
+               state: str, premise: bool, **params: Any) -> bool:
         """Apply a fault to `worker`, release `gate`, wait (at most `max_s`) for `predicate`, heal the fault;
-        whether the predicate held (recorded with the heal)."""
+        whether the predicate held (recorded with the heal). A named predicate's words are journaled with
+        the fault (`until`, `until_job`, and whether it is the scenario's `premise`) for the checker."""
+        if isinstance(predicate, Condition):
+            params.update(until=predicate.text, until_job=predicate.job, premise=premise)
         with self.nemesis.active(kind, worker, _armed_or_none(gate), max_s=max_s, **params) as fault:
             if gate is not None:
                 self.release(gate)
@@ -169,10 +182,10 @@ class ScenarioContext:
         return held
 
     def pause_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
-                    gate: Gate | None = None) -> bool:
+                    gate: Gate | None = None, *, premise: bool = True) -> bool:
         """Freeze the worker's whole container (every process, detached or not) until `predicate` or
         `max_s`, then thaw it; the held gate's answer waits for the thaw."""
-        return self._until(container.PAUSE.name, worker, predicate, max_s, gate, "paused")
+        return self._until(container.PAUSE.name, worker, predicate, max_s, gate, "paused", premise)
 
     def kill_container(self, worker: str, gate: Gate | None = None) -> list[int]:
         """SIGKILL the worker's container: every process in it dies, however it detached."""
@@ -180,9 +193,10 @@ class ScenarioContext:
         return pids
 
     def disconnect_backend_until(self, predicate: Callable[[Event], bool], max_s: float,
-                                 gate: Gate | None = None) -> bool:
+                                 gate: Gate | None = None, *, premise: bool = True) -> bool:
         """Cut the backend's container off its network until `predicate` or `max_s` (docker provider)."""
-        return self._until(container.DISCONNECT.name, events.BACKEND, predicate, max_s, gate, "cut off")
+        return self._until(container.DISCONNECT.name, events.BACKEND, predicate, max_s, gate, "cut off",
+                           premise)
 
     def waive(self, kind: str, why: str) -> None:
         """Say why this run does not inject a fault kind its FAULTS declares (the checker otherwise calls a
@@ -202,8 +216,9 @@ class ScenarioContext:
         return self.nemesis.begin(partition.KIND.name, worker, _armed_or_none(gate), mode=mode)
 
     def partition_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float, mode: str = "disable",
-                        gate: Gate | None = None) -> bool:
-        return self._until(partition.KIND.name, worker, predicate, max_s, gate, f"partitioned ({mode})", mode=mode)
+                        gate: Gate | None = None, *, premise: bool = True) -> bool:
+        return self._until(partition.KIND.name, worker, predicate, max_s, gate, f"partitioned ({mode})", premise,
+                           mode=mode)
 
     def latency(self, worker: str, ms: int, jitter_ms: int = 0) -> ActiveFault:
         return self.nemesis.begin("latency", worker, latency_ms=ms, jitter_ms=jitter_ms)
@@ -276,7 +291,9 @@ class ScenarioContext:
         return self.contract.recovery_bound_s + margin_s
 
     def long_handler_s(self) -> float:
-        """2.5 leases, or, without a lease, 1.5 recovery bounds (which cover a rescuer's age threshold)."""
+        """2.5 leases, or, without a lease, 1.5 recovery bounds (which cover a rescuer's age threshold). A
+        lease never renewed (no heartbeat_s) loses such a job on age alone: only lease_shorter_than_handler,
+        which judges that, runs it there; the others REQUIRE a renewed lease."""
         if self.contract.lease_s:
             return round(2.5 * self.contract.lease_s, 3)
         return round(1.5 * self.contract.recovery_bound_s, 3)

@@ -37,7 +37,7 @@ from chaos.runtime.cleanup import clean_killed_runs
 Say = Callable[[str, TextIO], None]
 
 HARNESS_ERROR = 3
-VERDICT_ONLY = frozenset({EXIT_CODES["pass"], EXIT_CODES["fail"], EXIT_CODES["inconclusive"]})
+VERDICT_ONLY = frozenset({EXIT_CODES["pass"], EXIT_CODES["fail"], EXIT_CODES["inconclusive"], EXIT_CODES["skipped"]})
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent: a terminal's Ctrl-C, which the child gets too
 FORWARDED = frozenset({signal.SIGINT, signal.SIGTERM})
 WATCHED = FORWARDED | {signal.SIGCHLD}

@@ -249,6 +249,9 @@ class Run:
             shutdown_grace_s=self.target.shutdown_grace_s, scenario_params=self.scenario_params,
             faults=list(self.scenario.faults),  # declared: each must be injected (or waived), else inconclusive
         ))
+        unmet = self.scenario.unmet(self.target.contract)
+        if unmet is not None:  # nothing starts: the run is skipped with the reason, never run and passed
+            return self._judged(events.run_end(events.SKIPPED, unmet))
         status, detail = "ok", ""
         activity = ["starting the backend"]
         ends_by = time.monotonic() + self.deadline_s
@@ -318,7 +321,11 @@ class Run:
             self.ledger.append(events.run_end("interrupted" if isinstance(exc, KeyboardInterrupt) else "error",
                                               repr(exc)))
             raise
-        self.ledger.append(events.run_end(status, detail))
+        return self._judged(events.run_end(status, detail))
+
+    def _judged(self, end: events.Record) -> Verdict:
+        """Journal the run's end, judge the ledger and write the reports."""
+        self.ledger.append(end)
         ledger = read_events(self.ledger.path)  # what `chaos report` will read: judged alike, whatever happened
         verdict = judge(ledger)
         write_reports(self.dir, verdict, ledger)

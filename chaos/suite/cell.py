@@ -16,7 +16,8 @@ from typing import Any
 from chaos.check.verdict import EXIT_CODES
 from chaos.names import id_part
 
-VERDICTS = ("pass", "fail", "inconclusive")  # what a cell may be expected to give (an error never is)
+# What a cell may be expected to give (an error never is); skipped: the scenario's REQUIRES refuses the contract.
+VERDICTS = ("pass", "fail", "inconclusive", "skipped")
 
 
 def _number(value: object) -> bool:

@@ -8,7 +8,10 @@ A cell's status in the suite:
   answer: the suite cannot say whether the queue keeps its promise;
 - `error`: the harness, the target's code or the run itself broke (no verdict, or an `error` verdict);
 - `xfail`: the one deviation a cell forgives: no recovery at all where it names a known bug of the server
-  (`server_bug`), otherwise its known answer exactly.
+  (`server_bug`), otherwise its known answer exactly;
+- `skipped`: the cell's known answer is that the scenario cannot run against the variant's contract (its
+  REQUIRES), and the run was skipped with the reason; counted apart from passes, as nothing was proven. A
+  skipped run where the cell expects another verdict is a `fail` (the known answer changed).
 
 `chaos suite` judges each run as it ends, and `chaos merge` judges it again from the shard's files with
 the same code (`judge_run`), after checking that what it reads is what this code can read (`unreadable`).
@@ -19,12 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from chaos.check.verdict import PREMISE_NOT_HELD
 from chaos.suite.cell import Cell
 
-STATUSES = ("pass", "xfail", "inconclusive", "fail", "error")
-# A suite's exit code is its worst cell's: a harness error over a wrong answer over a run that proved nothing.
-SEVERITY = {"pass": 0, "xfail": 0, "inconclusive": 1, "fail": 2, "error": 3}
-STATUS_EXIT_CODES = {"pass": 0, "xfail": 0, "inconclusive": 4, "fail": 1, "error": 3}
+STATUSES = ("pass", "xfail", "skipped", "inconclusive", "fail", "error")
+# A suite's exit code is its worst cell's: a harness error over a wrong answer over a run that proved nothing;
+# a skipped cell is below a pass (a suite of skipped cells alone proved nothing, so exits 5, not 0).
+SEVERITY = {"skipped": -1, "pass": 0, "xfail": 0, "inconclusive": 1, "fail": 2, "error": 3}
+STATUS_EXIT_CODES = {"pass": 0, "xfail": 0, "skipped": 5, "inconclusive": 4, "fail": 1, "error": 3}
 
 
 @dataclass(frozen=True)
@@ -43,8 +48,13 @@ def judge_cell(cell: Cell, verdict: dict[str, Any] | None, exit_code: int, outpu
         error = str(verdict.get("error") or "").strip().splitlines()
         return Outcome("error", [f"harness error (exit code {exit_code}): {error[0] if error else 'no detail'}"])
     if got == "inconclusive" and cell.verdict != "inconclusive":
+        if cell.server_bug and not (verdict.get("recovery") or {}).get("jobs") and any(
+                str(note).startswith(PREMISE_NOT_HELD) for note in verdict.get("notes") or []):
+            return Outcome("xfail", [f"no recovery at all: {cell.server_bug}"])  # the bug left the premise unmet
         return Outcome("inconclusive", [f"inconclusive: {'; '.join(verdict.get('notes') or []) or 'no reason given'}"])
     reasons = _differences(cell, verdict, exit_code)
+    if got == "skipped" and not reasons:
+        return Outcome("skipped", [str(note) for note in verdict.get("notes") or []][:1])
     if (reasons and cell.server_bug and not (verdict.get("recovery") or {}).get("jobs")
             and not _differences(replace(cell, min_recovery_s=None), *_unrecovered_forgiven(verdict, exit_code))):
         return Outcome("xfail", [f"no recovery at all: {cell.server_bug}"])  # otherwise its known answer

@@ -15,9 +15,10 @@ from urllib.parse import quote
 from chaos.suite.expect import STATUSES, worst
 
 # Symbols every common font has (no emoji font needed), on a badge coloured by status.
-MARKS = {"pass": "✓", "xfail": "☑", "inconclusive": "⚠", "fail": "✗", "error": "‼"}
+MARKS = {"pass": "✓", "xfail": "☑", "skipped": "↷", "inconclusive": "⚠", "fail": "✗", "error": "‼"}
 MEANING = {
     "pass": "gave its known answer", "xfail": "a known server bug, forgiven",
+    "skipped": "skipped as known: the scenario needs what the contract does not promise",
     "inconclusive": "proved nothing", "fail": "did not give its known answer", "error": "the harness or target broke",
 }
 STYLE = """body{font:14px/1.4 system-ui,sans-serif;margin:20px 24px;color:#222;max-width:1400px}
@@ -26,9 +27,9 @@ table{border-collapse:collapse;margin:6px 0 12px}th,td{border:1px solid #ccc;pad
 vertical-align:top}thead th{background:#f3f3f3}tbody th{font-weight:normal;background:#fafafa}td.n{text-align:right}
 .matrix td{white-space:nowrap}.matrix a,.matrix span.run{text-decoration:none;margin-right:6px;display:inline-block}
 .matrix a:hover{text-decoration:underline}.kinds{font-size:12px;color:#555}code{font-size:12px}.note{color:#666}
-.pass,.xfail{color:#2a8a2a}.fail{color:#c62828}.inconclusive{color:#c66a00}.error{color:#8e24aa}
+.pass,.xfail{color:#2a8a2a}.skipped{color:#666}.fail{color:#c62828}.inconclusive{color:#c66a00}.error{color:#8e24aa}
 .badge{display:inline-block;min-width:1.3em;text-align:center;border-radius:4px;padding:0 4px;color:#fff;
-font-weight:bold}.badge.pass{background:#2a8a2a}.badge.xfail{background:#5f9f5f}.badge.inconclusive{background:#d98a00}
+font-weight:bold}.badge.pass{background:#2a8a2a}.badge.xfail{background:#5f9f5f}.badge.skipped{background:#888}.badge.inconclusive{background:#d98a00}
 .badge.fail{background:#c62828}.badge.error{background:#8e24aa}
 ul.reasons{margin:0;padding-left:18px}"""
 
@@ -92,7 +93,7 @@ def _matrix(cells: list[dict[str, Any]]) -> str:
 
 
 def _not_as_expected(cells: list[dict[str, Any]]) -> str:
-    bad = [cell for cell in cells if cell["status"] not in ("pass", "xfail")]
+    bad = [cell for cell in cells if cell["status"] not in ("pass", "xfail", "skipped")]
     if not bad:
         return "<p class='none'>Every run gave its known answer.</p>"
     rows = []

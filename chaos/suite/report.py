@@ -5,7 +5,8 @@
   the whole suite's plan (chaos.suite.plan), which a merge checks its shards against;
 - junit.xml: one test case per run. A wrong answer is a <failure> naming each reason, violation and the
   reproduce line; a harness error is an <error type="harness">, an inconclusive run an
-  <error type="inconclusive"> (never a pass); a forgiven server bug is <skipped type="xfail">;
+  <error type="inconclusive"> (never a pass); a forgiven server bug is <skipped type="xfail">, a cell
+  skipped as it must be (its scenario's REQUIRES) <skipped type="skipped">;
 - summary.md: the matrix (target variants x scenarios) and every run that did not give its known answer,
   trimmed under GitHub's 1 MiB step-summary cap (saying what it left out); appended to
   $GITHUB_STEP_SUMMARY when that is set;
@@ -28,7 +29,7 @@ from chaos.suite.runner import CellRun
 
 SCHEMA = "queue-chaos/suite/2"
 STEP_SUMMARY_CAP = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
-MARKS = {"pass": "✅", "xfail": "☑️", "inconclusive": "⚠️", "fail": "❌", "error": "💥"}
+MARKS = {"pass": "✅", "xfail": "☑️", "skipped": "⏭️", "inconclusive": "⚠️", "fail": "❌", "error": "💥"}
 
 
 def cell_record(run: CellRun, order: int) -> dict[str, Any]:
@@ -110,7 +111,8 @@ def junit(document: dict[str, Any]) -> ET.ElementTree:
     cells = document["cells"]
     counts = document["counts"]
     suite = ET.Element("testsuite", name="queue-chaos suite", tests=str(len(cells)), failures=str(counts["fail"]),
-                       errors=str(counts["error"] + counts["inconclusive"]), skipped=str(counts["xfail"]),
+                       errors=str(counts["error"] + counts["inconclusive"]),
+                       skipped=str(counts["xfail"] + counts["skipped"]),
                        time=f"{document['duration_s']:.3f}")
     for cell in cells:
         repeat = f" repeat {cell['repeat']}" if cell["repeat"] > 1 else ""
@@ -123,8 +125,8 @@ def junit(document: dict[str, Any]) -> ET.ElementTree:
         elif status in ("error", "inconclusive"):
             ET.SubElement(case, "error", type="harness" if status == "error" else "inconclusive",
                           message=first).text = _details(cell)
-        elif status == "xfail":
-            ET.SubElement(case, "skipped", type="xfail", message=first)
+        elif status in ("xfail", "skipped"):
+            ET.SubElement(case, "skipped", type=status, message=first)
     return ET.ElementTree(suite)
 
 
@@ -143,7 +145,7 @@ def _details(cell: dict[str, Any]) -> str:
 def markdown(document: dict[str, Any], cap: int = STEP_SUMMARY_CAP) -> str:
     """The summary, and as much detail as fits under `cap` bytes (what was left out is said)."""
     head = _head(document)
-    details = [_detail(cell) for cell in document["cells"] if cell["status"] not in ("pass", "xfail")]
+    details = [_detail(cell) for cell in document["cells"] if cell["status"] not in ("pass", "xfail", "skipped")]
     parts = [head, _matrix(document["cells"])]
     body = "\n".join(parts)
     if len(body.encode()) > cap:  # a matrix too wide for the cap: the counts and the list must still fit
@@ -200,7 +202,7 @@ def _mark(runs: list[dict[str, Any]]) -> str:
         return ""
     status = worst([str(run["status"]) for run in runs])
     kinds = sorted({str(v["kind"]) for run in runs for v in run["violations"]})
-    bad = sum(run["status"] not in ("pass", "xfail") for run in runs)
+    bad = sum(run["status"] not in ("pass", "xfail", "skipped") for run in runs)
     share = f" {bad}/{len(runs)}" if len(runs) > 1 and bad else ""
     return MARKS[status] + share + (f" {', '.join(kinds)}" if kinds else "")
 

@@ -13,7 +13,7 @@ known-answer matrix (targets/known_answers.toml):
     target = "pg_naive"
     scenarios = ["kill_after_effect_before_ack"]   # or scenario = "...", or scenarios = "all"
     params = { mode = "x" }      # -p (a table, or a list of "key=value"); contract (-c), scenario_params (-s)
-    verdict = "fail"             # pass (the default) | fail | inconclusive
+    verdict = "fail"             # pass (the default) | fail | inconclusive | skipped
     violation = "stuck"          # the violation a failing cell must name, with its witness
 
 A file (for its cells) or a cell may say where it runs: `backend = "docker"` (the provider, --backend)

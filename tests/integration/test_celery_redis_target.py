@@ -80,7 +80,9 @@ def test_the_kill_cell_gives_its_known_verdict(acks: str, tmp_path: Path) -> Non
     assert not run_processes(result.dir)
 
 
-@pytest.mark.parametrize("scenario", ["lease_shorter_than_handler", "stop_owner_then_kill_next_owner"])
+# (stop_owner_then_kill_next_owner, once here too, is skipped for the late variant: its lease_s = 3, the
+# visibility timeout, is never renewed, and that scenario REQUIRES a renewed lease.)
+@pytest.mark.parametrize("scenario", ["lease_shorter_than_handler"])
 def test_a_takeover_still_running_at_the_end_finishes_its_task(scenario: str, tmp_path: Path) -> None:
     """A worker that took the long job over by the visibility timeout while its first owner still ran it
     is 3-4 s from the end of its handler when the first owner's completion drains the run. Celery's warm

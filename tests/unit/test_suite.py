@@ -256,7 +256,7 @@ def document(*runs: CellRun) -> dict[str, Any]:
 def test_the_suite_report_counts_statuses_and_takes_the_worst_exit_code() -> None:
     doc = document(run(Cell("a", "s"), "pass"), run(Cell("b", "s"), "inconclusive"), run(Cell("c", "s"), "fail"))
     assert doc["status"] == "fail" and doc["exit_code"] == 1
-    assert doc["counts"] == {"pass": 1, "xfail": 0, "inconclusive": 1, "fail": 1, "error": 0}
+    assert doc["counts"] == {"pass": 1, "xfail": 0, "skipped": 0, "inconclusive": 1, "fail": 1, "error": 0}
     cases = junit(doc).getroot()
     assert cases is not None
     assert cases.get("failures") == "1" and cases.get("errors") == "1"
@@ -366,7 +366,7 @@ def test_a_run_with_no_or_an_unknown_status_is_refused(tmp_path: Path, status: o
         edit(shard1, lambda doc: doc["cells"][0].update(status=status))
     found = "no status" if status is None else f"status = {str(status)!r}"
     refused([shard1, shard2], tmp_path / "merged", f"the run t0-s-seed1 has {found}; expected one of pass, xfail, "
-            "inconclusive, fail, error")
+            "skipped, inconclusive, fail, error")
 
 
 def test_a_run_that_left_processes_behind_stays_an_error(tmp_path: Path) -> None:
