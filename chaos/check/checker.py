@@ -147,7 +147,8 @@ def _harness_error(run: RunHistory) -> str:
         # cannot pass, and the queue is not to blame for the worker's malformed report.
         return ("the sink refused probes, so the ledger is missing what they reported: " + "; ".join(refused)
                 + ". Fix the target's workers (see the probe protocol in README)")
-    stray = strays(run.jobs, run.worker_leases)
+    stray = strays((e for h in run.jobs.values() for e in h.events), run.worker_leases)
+    stray.sort(key=lambda s: s.probe.seq)
     if stray:
         # Matched to no execution, the probe would be pinned on a guess (the worker's latest claim, or
         # nothing): an abandon with a wrong token read as no abandon at all.

@@ -13,10 +13,10 @@ names, so heartbeats are not held to their token there.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chaos import events
-from chaos.check.history import JobHistory
 from chaos.events import Event
 
 _TOKENED = (events.PROBE_EFFECT, events.PROBE_HEARTBEAT, events.PROBE_ACK, events.PROBE_ABANDON)
@@ -38,19 +38,20 @@ class Stray:
                 f"{probe.data.get('token')!r}, which no claim opened ({opened})")
 
 
-def strays(jobs: dict[str, JobHistory], worker_leases: bool) -> list[Stray]:
+def strays(ledger: Iterable[Event], worker_leases: bool) -> list[Stray]:
     """Every probe, in ledger order, whose (worker, token) no claim of its job opened. Tokens compare as
     text, as the queue's record and the control's answers do (a claim's 7 and an ack's "7" match)."""
-    found: list[Stray] = []
-    for history in jobs.values():
-        opened: dict[str | None, list[str]] = {}
-        for event in history.events:
-            if event.kind == events.PROBE_CLAIM:
-                opened.setdefault(event.worker, []).append(repr(event.data.get("token")))
-        keys = {(e.worker, str(e.data.get("token"))) for e in history.events if e.kind == events.PROBE_CLAIM}
-        for event in history.events:
-            token = event.data.get("token")
-            if (event.kind in _TOKENED and token is not None and (event.worker, str(token)) not in keys
-                    and not (worker_leases and event.kind == events.PROBE_HEARTBEAT)):
-                found.append(Stray(event, tuple(dict.fromkeys(opened.get(event.worker, ())))))
-    return sorted(found, key=lambda stray: stray.probe.seq)
+    opened: dict[tuple[str | None, str | None], list[str]] = {}  # (job, worker) -> its claims' tokens
+    tokened: list[Event] = []
+    for event in ledger:
+        if event.kind == events.PROBE_CLAIM:
+            opened.setdefault((event.job, event.worker), []).append(str(event.data.get("token")))
+        elif (event.kind in _TOKENED and event.data.get("token") is not None
+              and not (worker_leases and event.kind == events.PROBE_HEARTBEAT)):
+            tokened.append(event)
+    found = []
+    for event in tokened:
+        tokens = opened.get((event.job, event.worker), [])
+        if str(event.data["token"]) not in tokens:
+            found.append(Stray(event, tuple(repr(token) for token in dict.fromkeys(tokens))))
+    return found
