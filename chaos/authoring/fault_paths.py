@@ -99,9 +99,9 @@ def judge_completion(passed: Lines, problems: Lines, job: str, worker: str, ok: 
     worker's own ok=True vouches for the ack."""
     if ok is False or answer is None:
         return  # a refused ack is its own problem; no answer: the run ended before the question
-    asked = f"completion({job!r}, its claim's token)"
+    asked = f"completion({job!r}, its claim's token), asked after the ack and again before the final snapshot,"
     if answer in ("accepted", "done"):
-        passed.append(f"the control's {asked} answered {answer}, as the ack says")
+        passed.append(f"the control's completion({job!r}, its claim's token) answered {answer}, as the ack says")
     elif answer == "unknown" and keeps_no_completions and ok is True:
         passed.append(f"the control keeps no record of which execution completed a job (KeepsNoCompletions): "
                       f"the ack's ok=true decides {job}'s completion")
