@@ -16,7 +16,7 @@ from typing import Any
 from chaos.check.verdict import EXIT_CODES
 from chaos.names import id_part
 
-VERDICTS = ("pass", "fail", "inconclusive", "error")  # what a cell may be expected to give (an error: with harness_error)
+VERDICTS = ("pass", "fail", "inconclusive", "error")  # what a cell may expect (error: the target's, harness_error)
 
 
 def _number(value: object) -> bool:
