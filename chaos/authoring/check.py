@@ -237,12 +237,10 @@ def _judge_worker(report: CheckReport, ledger: list[Event]) -> None:
     if not acks:
         problem(f"No ack probe for {JOB}: the worker must call probe.ack(job, token, ok) after asking the queue to "
                 "complete the job, with ok saying whether the queue accepted it.")
-    elif acks[-1].data.get("ok") is None:
-        ok(f"{WORKER} acked {JOB} with ok null: the control's completion() decides it")
-    elif acks[-1].data.get("ok") is not True:
+    elif acks[-1].data.get("ok") is False:
         problem(f"The ack probe for {JOB} says ok={acks[-1].data.get('ok')!r}: in a fault-free run the queue should "
                 "accept the ack; ok must be what the queue answered (True for a completion that took effect).")
-    else:
+    elif acks[-1].data.get("ok") is True:
         ok(f"{WORKER} acked {JOB} and the queue accepted it")
 
 

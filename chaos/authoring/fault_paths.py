@@ -100,7 +100,12 @@ def judge_completion(passed: Lines, problems: Lines, job: str, worker: str, ok: 
     if ok is False or answer is None:
         return  # a refused ack is its own problem; no answer: the run ended before the question
     asked = f"completion({job!r}, its claim's token), asked after the ack and again before the final snapshot,"
-    if answer in ("accepted", "done"):
+    if ok is None and answer == "accepted":
+        passed.append(f"{worker} acked {job} with ok null, and the control says the queue took the completion")
+    elif ok is None and answer == "done":
+        passed.append(f"{worker} acked {job} with ok null, and the control says the queue completed the job (not by "
+                      "whose ack: a stale owner's accepted ack cannot be told from this one's)")
+    elif answer in ("accepted", "done"):
         passed.append(f"the control's completion({job!r}, its claim's token) answered {answer}, as the ack says")
     elif answer == "unknown" and keeps_no_completions and ok is True:
         passed.append(f"the control keeps no record of which execution completed a job (KeepsNoCompletions): "
