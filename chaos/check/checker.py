@@ -23,6 +23,7 @@ from chaos.check.history import JobHistory, RunHistory
 from chaos.check.judgement import judge_job, unproven_note, unsettled_for
 from chaos.check.queue_record import DISAGREE, STALE, committed, covered, evidence, judge_record
 from chaos.check.scan import scan
+from chaos.check.strays import strays
 from chaos.check.verdict import OUTCOMES, FaultReport, Verdict, Violation
 from chaos.contract import Contract
 from chaos.events import Event
@@ -157,6 +158,16 @@ def _harness_error(run: RunHistory) -> str:
         # cannot pass, and the queue is not to blame for the worker's malformed report.
         return ("the sink refused probes, so the ledger is missing what they reported: " + "; ".join(refused)
                 + ". Fix the target's workers (see the probe protocol in README)")
+    stray = strays((e for h in run.jobs.values() for e in h.events), run.worker_leases)
+    stray.sort(key=lambda s: s.probe.seq)
+    if stray:
+        # Matched to no execution, the probe would be pinned on a guess (the worker's latest claim, or
+        # nothing): an abandon with a wrong token read as no abandon at all.
+        more = f"; and {len(stray) - 3} more" if len(stray) > 3 else ""
+        return ("the target's workers reported probes that match no execution: "
+                + "; ".join(s.describe() for s in stray[:3]) + more + ". Each effect, heartbeat, ack and abandon "
+                "must carry the token its execution's claim sent (docs/probe-protocol.md, the token field): "
+                "fix the target's workers")
     enqueued = any(h.enqueued for h in run.jobs.values())
     reported = any(e.kind.startswith(events.PROBE_PREFIX) for h in run.jobs.values() for e in h.events)
     if not enqueued or reported:
