@@ -20,7 +20,7 @@ from chaos import events
 from chaos.check.control_answers import answered, done
 from chaos.check.fault_reports import fault_reports, recovery_summary, unmet_premises
 from chaos.check.history import JobHistory, RunHistory
-from chaos.check.judgement import judge_job, unproven_note, unsettled_for
+from chaos.check.judgement import judge_job, lost_since, unproven_note, unsettled_for
 from chaos.check.queue_record import DISAGREE, STALE, committed, covered, evidence, judge_record
 from chaos.check.scan import scan
 from chaos.check.strays import strays
@@ -132,19 +132,22 @@ def _emulated(ledger: Sequence[Event]) -> list[str]:
             "service it imitates" for name in emulators]
 
 
-def _unsettled(history: JobHistory, contract: Contract) -> str:
+def _unsettled(history: JobHistory, contract: Contract, run: RunHistory) -> str:
     """Why a job still waiting for its recovery at the end is not called stuck."""
     state = (history.snapshot or {}).get("state", "?")
     bound = contract.recovery_bound_s
-    elapsed = unsettled_for(history, bound)
+    elapsed = unsettled_for(history, bound, run)
     if history.lost is None or elapsed is None:
         return (f"{history.job} was still {state} at the end, but no worker was free to take it for as long as "
                 f"the recovery bound of {bound}s (each was held at a gate, stopped or cut off, or killed by the "
                 "suite): that proves nothing about the queue")
     fault, owner = history.lost
-    return (f"{history.job} was still {state} {elapsed:.3f}s after fault {fault} took its owner {owner}, "
-            f"{bound - elapsed:.3f}s before its recovery bound of {bound}s: the scenario ended too soon to "
-            "tell whether it would have been recovered")
+    cause = lost_since(history, run)[1]
+    after = f"fault {fault} took its owner {owner}" if cause is None else cause.what
+    later = "" if cause is None else f"; {cause.came_after()}"
+    return (f"{history.job} was still {state} {elapsed:.3f}s after {after}, {bound - elapsed:.3f}s before its "
+            f"recovery bound of {bound}s: the scenario ended too soon to tell whether it would have been "
+            f"recovered{later}")
 
 
 def _harness_error(run: RunHistory) -> str:
@@ -240,9 +243,11 @@ def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultRep
         notes.append(f"the harness reported: {run.end.get('status')}: {run.end.get('detail', '')}")
         if verdict == "pass":
             verdict = "inconclusive"
-    unsettled = [_unsettled(run.jobs[job], contract) for job, outcome in outcomes.items() if outcome == "unsettled"]
+    unsettled = [_unsettled(run.jobs[job], contract, run) for job, outcome in outcomes.items()
+                 if outcome == "unsettled"]
     if run.snapshot_taken:  # without a snapshot every job is unknown, and the run says so once
-        unsettled += [unproven_note(run.jobs[job]) for job, outcome in outcomes.items() if outcome == "unknown"]
+        unsettled += [unproven_note(run.jobs[job], run) for job, outcome in outcomes.items()
+                      if outcome == "unknown"]
     notes += unsettled
     if unsettled and verdict == "pass":
         verdict = "inconclusive"
