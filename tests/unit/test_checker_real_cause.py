@@ -1,6 +1,8 @@
 """The real cause named (issue 34, item 4): where the queue's own record, or the owner's refused extension,
 shows the job left its owner before a fault took that owner, the late recovery is counted, and its witness
-starts, from that event, and the fault is not named as its cause."""
+starts, from that event, and the fault is not named as its cause. So for every message that would blame the
+fault: a job still waiting (unsettled, or stuck once the bound passed since that event), a job gone (lost, not
+dropped), an unknown job's note, and the owner-loss rules (no owner died holding the job)."""
 
 from __future__ import annotations
 
@@ -81,8 +83,7 @@ def test_an_extension_refused_then_accepted_again_before_the_fault_leaves_the_fa
 
 
 def released_then_killed(contract: Contract, *, release_before_fault: bool, fail: bool = False) -> History:
-    """The queue's record releases (or fails) w1's job `a`, before or after a kill of w1 (its own timestamp
-    decides: an entry journaled after the kill may be stamped before it, `causes.recorded_at`)."""
+    """The queue's record releases (or fails) w1's job `a`, stamped before a kill of w1 or after it."""
     kind = events.QUEUE_FAIL if fail else events.QUEUE_RELEASE
     h = History(contract).enqueue("a", fail=False).queue(events.QUEUE_CLAIM, "a", "w1", 1).claim("a", "w1", "t1")
     if release_before_fault:
