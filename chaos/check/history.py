@@ -110,10 +110,11 @@ class Recovery:
 class Return:
     """An owner a fault took (it stopped renewing: stopped, paused, cut off) that came back and completed
     the job with nobody having claimed it meanwhile: under a lease, the lease rule judges how long the job
-    sat unclaimed after the lease ran out (`chaos.check.judgement`)."""
+    sat unclaimed after the fault took its owner, as the recovery rule does a reclaim (`chaos.check.judgement`)."""
 
     fault: str
     owner: Execution
+    lost_at: float  # when the fault took the owner (its applied time): the wait is counted from here
     lease_from: float  # the owner's last accepted claim or extension before the fault: its lease ran from here
     back: Event  # the owner's first accepted extension (or its accepted ack) after the fault
 

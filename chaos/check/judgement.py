@@ -16,7 +16,7 @@
   cut off, or the queue took it back) has spent its attempts, and only the count is judged.
 - a recovery past contract.recovery_bound_s is a `recovery_bound_exceeded` violation; under a lease
   (lease_s or reservation_s) so is an owner a stop, pause or partition kept from renewing that came back
-  to a job nobody reclaimed within the bound after its lease ran out, while a worker was free. Either is
+  to a job nobody reclaimed within the bound after the fault, while a worker was free. Either is
   counted from the event that took the job from its owner, the fault only when nothing before it shows
   the job gone (`chaos.check.causes`), and its witness starts there.
 - `claim_after_completion`: a claim after the queue accepted a completion of the job
@@ -154,37 +154,36 @@ def _late_recoveries(history: JobHistory, contract: Contract, run: RunHistory) -
         detail.update(fault=None, after_fault=recovery.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
         late.append(("recovery_bound_exceeded", f"reclaimed by {recovery.by} {seconds:.3f}s after {cause.what}, "
                      f"past the recovery bound of {bound}s; {cause.came_after()}", detail, (cause.event.seq, cause.at)))
-    late += [_unreclaimed(history, ret, contract, run) for ret in history.returns if _owed(ret, contract, run)]
+    late += [_unreclaimed(ret, contract, run) for ret in history.returns if _owed(ret, contract, run)]
     return late
 
 
 def _owed(ret: Return, contract: Contract, run: RunHistory) -> bool:
     """Did the queue owe a reclaim before the owner came back: a lease contract (lease_s or reservation_s;
     an owner-scoped one is exempt while the owner lives), a fault that kept the owner from renewing without
-    ending it (a stop, a pause, a partition of it), and a wait past the bound (plus the lease tolerance: an
-    extension reported late may have renewed the lease a little later) with a worker free that long?"""
-    lease = contract.renewal_bound_s
+    ending it (a stop, a pause, a partition of it), and a wait past the bound with a worker free that long?
+    The wait counts from where a reclaim's recovery would (the fault, or the earlier event that took the job
+    from its owner): the bound covers the lease, as it does for a reclaim, so a queue that never reclaims is
+    held to no laxer a bound than one that reclaims late."""
     fault = run.faults.get(ret.fault)
-    if lease is None or fault is None or fault.rule.ends_executions or fault.rule.reach != "target":
+    if contract.renewal_bound_s is None or fault is None or fault.rule.ends_executions or fault.rule.reach != "target":
         return False
-    start, cause = _unclaimed_since(ret, fault, lease, run)
-    tolerance = 0.0 if cause is not None else (
-        contract.lease_tolerance_s if contract.lease_tolerance_s is not None else 0.25 * lease)
+    start, _ = _unclaimed_since(ret, fault, run)
     bound = contract.recovery_bound_s
-    return ret.back.mono - start > bound + tolerance and free_seconds(run, start, ret.back.mono) > bound
+    return ret.back.mono - start > bound and free_seconds(run, start, ret.back.mono) > bound
 
 
-def _unclaimed_since(ret: Return, fault: FaultHistory, lease: float, run: RunHistory) -> tuple[float, Cause | None]:
-    """When the queue owed the job a new owner: when its lease ran out, or where the job left its owner
-    before the fault (`chaos.check.causes`)."""
+def _unclaimed_since(ret: Return, fault: FaultHistory, run: RunHistory) -> tuple[float, Cause | None]:
+    """When the job left its owner: when the fault took it, or an earlier event (`chaos.check.causes`)."""
     cause = earlier_loss(run.jobs[ret.owner.job], ret.owner, fault, run)
-    return (cause.at, cause) if cause is not None else (ret.lease_from + lease, None)
+    return (cause.at, cause) if cause is not None else (ret.lost_at, None)
 
 
-def _unreclaimed(history: JobHistory, ret: Return, contract: Contract, run: RunHistory) -> Late:
+def _unreclaimed(ret: Return, contract: Contract, run: RunHistory) -> Late:
+    """The `recovery_bound_exceeded` of an owner that came back to a job the queue owed a new owner."""
     lease = contract.renewal_bound_s or 0.0
     fault = run.faults[ret.fault]
-    start, cause = _unclaimed_since(ret, fault, lease, run)
+    start, cause = _unclaimed_since(ret, fault, run)
     waited = ret.back.mono - start
     free = free_seconds(run, start, ret.back.mono)
     origin = run.origin or 0.0
@@ -201,10 +200,10 @@ def _unreclaimed(history: JobHistory, ret: Return, contract: Contract, run: RunH
         detail.update(fault=None, after_fault=ret.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
         return ("recovery_bound_exceeded", f"nobody claimed it after {cause.what} {tail}; {cause.came_after()}",
                 detail, (cause.event.seq, cause.at))
-    return ("recovery_bound_exceeded", f"its lease ran out at +{ret.lease_from + lease - origin:.3f}s (the last "
-            f"accepted claim or extension of {ret.owner.who()} at +{ret.lease_from - origin:.3f}s plus {key} = "
-            f"{lease}s) while fault {ret.fault} ({fault.kind} {fault.target}) kept its owner from renewing it, and "
-            f"nobody claimed it {tail}", detail, None)
+    return ("recovery_bound_exceeded", f"fault {ret.fault} ({fault.kind} {fault.target}) kept its owner "
+            f"{ret.owner.who()} from renewing its lease from +{ret.lost_at - origin:.3f}s (the lease ran out at "
+            f"+{ret.lease_from + lease - origin:.3f}s: its last accepted claim or extension at "
+            f"+{ret.lease_from - origin:.3f}s plus {key} = {lease}s), and nobody claimed it {tail}", detail, None)
 
 
 def _waited_with_a_worker_free(claimed: float | None, seconds: float, run: RunHistory) -> float:

@@ -487,8 +487,9 @@ def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
                 {"worker": execution.worker, "token": execution.token, "owner": owner.worker,
                  "owner_token": owner.token, "exposure_s": round(exposure, 4)}))
         elif owner is execution:
-            if history.lost is not None and history.lease_from is not None:  # it came back, nobody had claimed it
-                history.returns.append(Return(history.lost[0], execution, history.lease_from,
+            if (history.lost is not None and history.lost_owner_at is not None
+                    and history.lease_from is not None):  # it came back, nobody had claimed it
+                history.returns.append(Return(history.lost[0], execution, history.lost_owner_at, history.lease_from,
                                               history.returned or event))
             history.lost_owner_at = None  # the owner survived its fault and completed the job
             history.lost = None

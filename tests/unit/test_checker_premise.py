@@ -12,16 +12,19 @@ LEASED = Contract(recovery_bound_s=10.0, lease_s=2.0, heartbeat_s=0.5)
 UNTIL = "a claim probe of a from a worker other than w1"
 
 
-def stopped_owner(*, held: bool, premise: bool = True, until: str | None = UNTIL) -> History:
-    """w1 claims a and is stopped until another worker claims it; nobody does (w2 idles), and after the
-    heal w1 finishes it."""
-    h = History(LEASED, faults=["stop"]).enqueue("a").start("w1").start("w2", 4343).claim("a", "w1")
+def stopped_owner(*, held: bool, premise: bool = True, until: str | None = UNTIL, spare_busy: bool = True) -> History:
+    """w1 claims a and is stopped until another worker claims it; nobody does (w2 is busy with b meanwhile,
+    or with `spare_busy=False` idles), and after the heal w1 finishes it."""
+    h = History(LEASED, faults=["stop"]).enqueue("a", "b").start("w1").start("w2", 4343).claim("a", "w1")
+    if spare_busy:
+        h.claim("b", "w2")
     h.stop("w1", until=until, until_job="a", premise=premise).heal("w1", dt=12.0, held=held)
-    return h.effect("a", "w1").ack("a", "w1")
+    h.effect("a", "w1").ack("a", "w1")
+    return h.effect("b", "w2").ack("b", "w2") if spare_busy else h.execute("b", "w2")
 
 
 def test_a_premise_that_never_held_makes_the_run_inconclusive_naming_it() -> None:
-    verdict = judge(stopped_owner(held=False).snapshot(a="done").events)
+    verdict = judge(stopped_owner(held=False).snapshot(a="done", b="done").events)
     assert verdict.verdict == "inconclusive", verdict.notes
     (note,) = [n for n in verdict.notes if n.startswith("premise not held")]
     assert UNTIL in note and "after 12.0s" in note, note
@@ -38,18 +41,18 @@ def test_what_the_queue_did_instead_counts_the_probes_during_the_fault() -> None
 
 
 def test_a_premise_that_held_is_no_note() -> None:
-    verdict = judge(stopped_owner(held=True).snapshot(a="done").events)
+    verdict = judge(stopped_owner(held=True).snapshot(a="done", b="done").events)
     assert verdict.verdict == "pass", verdict.notes
     assert not any(n.startswith("premise not held") for n in verdict.notes), verdict.notes
 
 
 def test_a_condition_the_scenario_says_is_no_premise_for_this_contract_is_no_note() -> None:
-    verdict = judge(stopped_owner(held=False, premise=False).snapshot(a="done").events)
+    verdict = judge(stopped_owner(held=False, premise=False).snapshot(a="done", b="done").events)
     assert verdict.verdict == "pass", verdict.notes
 
 
 def test_an_unnamed_condition_makes_a_timed_fault() -> None:
-    verdict = judge(stopped_owner(held=False, until=None).snapshot(a="done").events)
+    verdict = judge(stopped_owner(held=False, until=None).snapshot(a="done", b="done").events)
     assert verdict.verdict == "pass", verdict.notes
 
 
@@ -59,3 +62,10 @@ def test_a_violation_proven_anyway_still_fails() -> None:
     verdict = judge(h.abandon("a", "w1").snapshot(a="absent").events)  # gone, never effected: lost
     assert verdict.verdict == "fail", verdict.notes
     assert [v.kind for v in verdict.violations] == ["lost"]
+
+
+def test_an_unmet_premise_with_a_worker_free_throughout_is_the_reclaim_the_lease_owed() -> None:
+    # nobody took a for the whole stop although w2 was free: the lease rule proves a violation anyway
+    verdict = judge(stopped_owner(held=False, spare_busy=False).snapshot(a="done", b="done").events)
+    assert verdict.verdict == "fail", verdict.notes
+    assert [v.kind for v in verdict.violations] == ["recovery_bound_exceeded"]
