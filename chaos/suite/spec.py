@@ -267,6 +267,7 @@ def _cell(entry: dict[str, Any], where: str) -> list[Cell]:
     verdict = entry.get("verdict", "pass")
     if verdict not in VERDICTS:
         raise ConfigError(f"{where}: verdict = {verdict!r}; expected one of {', '.join(VERDICTS)}.")
+    _check_verdicts_keys(entry, verdict, where)
     try:
         return [Cell(target, scenario, verdict, _optional_str(entry, "violation"),
                      _pairs(entry.get("params", ())), _optional_float(entry, "max_recovery_s"),
@@ -283,6 +284,24 @@ def _cell(entry: dict[str, Any], where: str) -> list[Cell]:
                                                                entry.get("worker_image"))]
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where} ({target}): {exc}.") from exc
+
+
+# Keys only one expected verdict can show: a cell with one under another verdict could never pass, which the
+# file's reader says at once rather than a run's failure after the servers started.
+_ONLY_WITH = {"violation": "fail", "witness_order": "fail", "harness_error": "error"}
+
+
+def _check_verdicts_keys(entry: dict[str, Any], verdict: str, where: str) -> None:
+    """Refuse a key the cell's verdict cannot show, and an expected error that does not say which one (any
+    harness error, the suite's own included, would then pass for the target's)."""
+    for key, needs in _ONLY_WITH.items():
+        if key in entry and verdict != needs:
+            raise ConfigError(f"{where}: {key} goes with verdict = \"{needs}\", and this cell expects "
+                              f"{verdict!r}; drop {key}, or expect {needs}.")
+    if verdict == "error" and "harness_error" not in entry:
+        raise ConfigError(f"{where}: verdict = \"error\" needs harness_error, the text the target's harness error "
+                          "must contain (what its workers did wrong), e.g. harness_error = \"match no execution\"; "
+                          "without it any harness error, the suite's own too, would pass for the cell's answer.")
 
 
 def _scenarios(entry: dict[str, Any]) -> list[str]:

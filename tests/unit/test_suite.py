@@ -133,6 +133,11 @@ def test_the_known_answer_matrix_is_a_suite_file() -> None:
     ('seeds = "5-1"\n[[cell]]\ntarget = "a"\nscenario = "b"\n', "seeds = '5-1'"),
     ("seeds = [1]\n", "lists no cell"),
     ("[[cell]\n", "is not valid TOML"),
+    ('[[cell]]\ntarget = "a"\nscenario = "b"\nverdict = "skipped"\nviolation = "lost"\n',
+     "violation goes with verdict = \"fail\", and this cell expects 'skipped'"),
+    ('[[cell]]\ntarget = "a"\nscenario = "b"\nwitness_order = ["probe.ack"]\n', "witness_order goes with verdict"),
+    ('[[cell]]\ntarget = "a"\nscenario = "b"\nharness_error = "x"\n', "harness_error goes with verdict = \"error\""),
+    ('[[cell]]\ntarget = "a"\nscenario = "b"\nverdict = "error"\n', "verdict = \"error\" needs harness_error"),
 ])
 def test_a_suite_files_mistake_is_one_paragraph_naming_it(tmp_path: Path, text: str, phrase: str) -> None:
     with pytest.raises(ConfigError, match=None) as caught:
