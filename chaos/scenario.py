@@ -281,7 +281,8 @@ def load_scenario(path: Path) -> Scenario:
         raise ConfigError(f"Scenario {path}: PARAMS = {params!r}; expected a dict of parameter names to their "
                           "choices (strings, the default first), e.g. PARAMS = {'mode': ('disable', 'blackhole')}.")
     requires = getattr(module, "REQUIRES", ())
-    if not isinstance(requires, (tuple, list)) or not all(need in REQUIREMENTS for need in requires):
+    if not isinstance(requires, (tuple, list)) or not all(isinstance(need, str) and need in REQUIREMENTS
+                                                          for need in requires):
         raise ConfigError(f"Scenario {path}: REQUIRES = {requires!r}; expected a tuple of what it needs of the "
                           f"contract, among {', '.join(REQUIREMENTS)} (or leave it out).")
     return Scenario(path.stem, path.resolve(), (module.__doc__ or "").strip(), run, tuple(faults),

@@ -65,9 +65,10 @@ def test_no_bundled_scenario_depends_on_an_optional_contract_key_without_declari
     assert not silent, f"scenarios that read an optional contract key but declare no REQUIRES: {silent}"
 
 
-def test_an_unknown_requirement_is_a_config_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("requires", ["('magic',)", "(['lease'],)", "[{}]", "'lease'"])
+def test_an_unknown_requirement_is_a_config_error(tmp_path: Path, requires: str) -> None:
     path = tmp_path / "needs_magic.py"
-    path.write_text("FAULTS = ()\nREQUIRES = ('magic',)\ndef run(ctx):\n    pass\n")
+    path.write_text(f"FAULTS = ()\nREQUIRES = {requires}\ndef run(ctx):\n    pass\n")
     with pytest.raises(ConfigError, match="REQUIRES"):
         load_scenario(path)
 
