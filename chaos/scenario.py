@@ -23,6 +23,7 @@ from chaos.usercode import load_module
 
 
 def _lease(contract: Contract) -> str | None:
+    """Why `contract` gives ownership no deadline ("lease"), or None where it does."""
     if contract.renewal_bound_s is not None:
         return None
     return ("it needs ownership with a deadline (contract lease_s, or reservation_s), and this contract states none: "
@@ -31,6 +32,7 @@ def _lease(contract: Contract) -> str | None:
 
 
 def _renewed_lease(contract: Contract) -> str | None:
+    """Why `contract`'s lease is never renewed ("renewed_lease"), or None where it is, or there is none."""
     if contract.lease_s is None or contract.heartbeat_s is not None:
         return None
     return (f"it needs a lease renewed while its owner works (contract heartbeat_s), and this contract's lease of "

@@ -97,6 +97,7 @@ def check_target(target: Target, options: RunOptions) -> CheckReport:
 
 
 def _states(ctx: Context) -> dict[str, str]:
+    """Each job's state in the control's snapshot, by job."""
     return {state.job: state.state for state in ctx.snapshot()}
 
 

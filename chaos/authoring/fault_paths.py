@@ -21,6 +21,7 @@ def gave_up(job: str) -> Callable[[Event], bool]:
 
 
 def claim_of(job: str) -> Callable[[Event], bool]:
+    """A ledger predicate: a claim of `job`, by any worker."""
     return lambda e: e.kind == events.PROBE_CLAIM and e.job == job
 
 

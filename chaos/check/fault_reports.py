@@ -71,6 +71,7 @@ def _instead(run: RunHistory, fault: FaultHistory) -> str:
 
 
 def _said(event: events.Event) -> str:
+    """A probe in a few words: its point, whether it was refused, and its worker."""
     point = event.kind.removeprefix(events.PROBE_PREFIX)
     refused = " (refused)" if event.data.get("ok") is False else ""
     return f"{point}{refused} by {event.worker}"

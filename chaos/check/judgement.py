@@ -65,7 +65,7 @@ from chaos.contract import Contract
 from chaos.events import BACKEND, Event
 
 WITNESS_LIMIT = 200
-RERUN = "claim_after_completion"
+AFTER_COMPLETION = "claim_after_completion"
 
 
 def judge_job(history: JobHistory, contract: Contract,
@@ -74,9 +74,9 @@ def judge_job(history: JobHistory, contract: Contract,
     outcome, reason = _outcome(history, contract, run)
     gaps = _heartbeat_gaps(history, contract, run)
     rerun = _rerun_after_owner_died(history, contract, run)
-    again = claim_after_completion(history, run) if history.completions or history.completion_proven else None
+    rerun_of_done = claim_after_completion(history, run) if history.completions or history.completion_proven else None
     if (not reason and not history.findings and not history.recoveries and not history.reclaims and not gaps
-            and rerun is None and again is None and not history.returns):
+            and rerun is None and rerun_of_done is None and not history.returns):
         return outcome, [], []  # the common case
     full: list[dict[str, Any]] | None = None
 
@@ -107,15 +107,15 @@ def judge_job(history: JobHistory, contract: Contract,
         else:
             found.append(violation(finding.kind, f"{finding.message}{_forbidden_by(finding.kind, contract)}",
                                    finding.detail))
-    if again is not None:
+    if rerun_of_done is not None:
         if contract.rerun_after_completion == "allowed":
-            allowed.append({"kind": RERUN, "job": history.job, "exposure_s": again.detail["after_s"],
-                            "message": f"{again.message} (allowed: rerun_after_completion = allowed)"})
+            allowed.append({"kind": AFTER_COMPLETION, "job": history.job, "exposure_s": rerun_of_done.detail["after_s"],
+                            "message": f"{rerun_of_done.message} (allowed: rerun_after_completion = allowed)"})
         else:
-            found.append(violation(RERUN, f"{again.message}; the contract says rerun_after_completion = "
-                                          f"{contract.rerun_after_completion} (at-least-once allows a redelivery "
-                                          "when the ack was lost or refused, not after the queue accepted it)",
-                                   again.detail, (again.completion.seq, again.completion.mono)))
+            found.append(violation(AFTER_COMPLETION, f"{rerun_of_done.message}; the contract says "
+                                   f"rerun_after_completion = {contract.rerun_after_completion} (at-least-once allows "
+                                   "a redelivery when the ack was lost or refused, not after the queue accepted it)",
+                                   rerun_of_done.detail, (rerun_of_done.completion.seq, rerun_of_done.completion.mono)))
     for kind, message, detail, since in _late_recoveries(history, contract, run):
         found.append(violation(kind, message, detail, since))
     found += [violation("early_reclaim", why, detail) for why, detail in _early_reclaims(history, contract, run)]

@@ -37,6 +37,7 @@ def claim_after_completion(history: JobHistory, run: RunHistory) -> Rerun | None
 
 
 def _after_an_accepted_ack(history: JobHistory, run: RunHistory) -> Rerun | None:
+    """By the probes, the first claim by another execution made once the first accepted ack had arrived."""
     if not history.completions:
         return None
     ack = history.completions[0]  # the first completion the queue accepted

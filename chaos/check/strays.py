@@ -30,6 +30,7 @@ class Stray:
     opened: tuple[str, ...]
 
     def describe(self) -> str:
+        """The probe, its token, and the tokens its worker's claims did open, for the harness error."""
         probe = self.probe
         point = probe.kind.removeprefix(events.PROBE_PREFIX)
         opened = (f"{probe.worker}'s claims of {probe.job} opened the token(s) {', '.join(self.opened)}"
