@@ -147,8 +147,9 @@ class JobHistory:
         # answer), the control's answer that the queue completed it, or a completion in the queue's own
         # record. A snapshot's silence proves none.
         self.completion_proven = False
-        # The accepted acks (by the worker's word or the control's answer), in ledger order: a claim after
-        # one is a re-run of a job the queue had completed (`claim_after_completion`).
+        # The accepted acks (by the worker's word or the control's answer) of the job's current owner, in
+        # ledger order: a claim after one is a re-run of a job the queue had completed
+        # (`claim_after_completion`). A superseded owner's accepted ack is `stale_ack_accepted`'s to judge.
         self.completions: list[Event] = []
         # While a fault that takes owners holds the job's owner: when that owner's lease started (its last
         # accepted claim or extension), and its first accepted extension since; for `returns`.

@@ -470,8 +470,11 @@ def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
             history.completion_proven = True
     if event.data.get("ok") is True:
         history.completion_proven = True
-        history.completions.append(event)
     execution = _execution(history, event)
+    if event.data.get("ok") is True and (execution is None or history.latest in (None, execution)):
+        # A stale owner's accepted ack is judged by its own rule (stale_ack_accepted): it proves no completion
+        # of the job its new owner holds (SQS: a delete with an old receipt handle succeeds, the message kept).
+        history.completions.append(event)
     if execution is None:
         return
     if event.data.get("ok"):

@@ -104,3 +104,15 @@ def test_the_contract_key_is_validated_with_its_meaning() -> None:
     with pytest.raises(ConfigError, match="rerun_after_completion = 'sometimes'.*forbidden, allowed.*completion"):
         Contract.from_dict({"recovery_bound_s": 1.0, "rerun_after_completion": "sometimes"}, "t")
     assert Contract.from_dict({"recovery_bound_s": 1.0}, "t").rerun_after_completion == "forbidden"
+
+
+def test_a_stale_owners_accepted_ack_is_no_completion_to_re_run() -> None:
+    # near miss: SQS accepts a delete with an old receipt handle and keeps the message (stale_ack = accepted);
+    # w1's lease ran out, w2 took the job and died, w3 recovered it after w1's stale ack: a recovery, no re-run
+    contract = replace(LEASE, stale_ack="accepted")
+    h = History(contract).enqueue("a").claim("a", "w1", "t1").claim("a", "w2", "t2", dt=1.3)
+    h.effect("a", "w1", "t1").ack("a", "w1", "t1").kill("w2")
+    h.claim("a", "w3", "t3", dt=1.0).effect("a", "w3", "t3").ack("a", "w3", "t3")
+    verdict = judge(h.snapshot(a="done").events)
+    assert RERUN not in kinds(verdict), verdict.violations
+    assert "stale_ack_accepted" in [a["kind"] for a in verdict.anomalies]
