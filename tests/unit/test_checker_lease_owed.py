@@ -66,7 +66,8 @@ def test_never_reclaiming_is_held_to_the_bound_a_late_reclaim_is(stopped_s: floa
     # the same stop, once with a reclaim `stopped_s` after it and once with none until the owner came back at
     # that time: a queue that never reclaimed must not pass where one that reclaimed late fails
     h = History(LEASE).enqueue("a").start("w1").start("w2", 4343).claim("a", "w1", "t1")
-    h.heartbeat("a", "w1", "t1", dt=0.25).stop("w1").claim("a", "w2", "t2", dt=stopped_s).effect("a", "w2", "t2").ack("a", "w2", "t2")
+    h.heartbeat("a", "w1", "t1", dt=0.25).stop("w1").claim("a", "w2", "t2", dt=stopped_s)
+    h.effect("a", "w2", "t2").ack("a", "w2", "t2")
     reclaimed = judge(h.heal("w1", dt=0.5).abandon("a", "w1", "t1", reason="lost").snapshot(a="done").events)
     h = History(LEASE).enqueue("a").start("w1").start("w2", 4343).claim("a", "w1", "t1")
     h.heartbeat("a", "w1", "t1", dt=0.25).stop("w1").heal("w1", dt=stopped_s).heartbeat("a", "w1", "t1")
