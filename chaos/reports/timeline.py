@@ -37,7 +37,7 @@ MARKED_SPANS = 200  # spans whose event marks are drawn in the run's lanes (viol
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:20px 24px 120px;color:#222;max-width:1260px}
 h1{margin:0 0 4px}h2{margin:28px 0 8px;border-bottom:1px solid #ddd}h3{margin:16px 0 4px}
-.pass{color:#2a8a2a}.fail{color:#c62828}.inconclusive,.error{color:#c66a00}
+.pass{color:#2a8a2a}.fail{color:#c62828}.inconclusive,.error{color:#c66a00}.skipped{color:#666}
 table{border-collapse:collapse;margin:6px 0 12px}th,td{border:1px solid #ccc;padding:2px 8px;text-align:left;
 vertical-align:top}thead th{background:#f3f3f3}td.n{text-align:right}.tables{display:flex;gap:24px;flex-wrap:wrap}
 .scroll{max-height:340px;overflow-y:auto}
