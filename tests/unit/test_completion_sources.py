@@ -14,6 +14,7 @@ from chaos import events
 from chaos.check.checker import judge
 from chaos.errors import TargetCodeError
 from chaos.ledger import Ledger
+from chaos.reports import proof
 from chaos.runtime import probe_schema
 from chaos.runtime.completions import Completions
 from tests.history import History
@@ -123,3 +124,19 @@ def test_an_ack_probe_names_a_source_from_the_vocabulary_or_is_refused() -> None
     assert probe_schema.parse("ack", b'{"job": "a", "ok": true, "source": "broker"}')["source"] == "broker"
     with pytest.raises(probe_schema.BadProbe, match='must be one of "worker", "broker", "queue", "result-store"'):
         probe_schema.parse("ack", b'{"job": "a", "ok": true, "source": "backend"}')
+
+
+def test_a_witness_told_in_words_names_the_source_of_each_ack_and_answer() -> None:
+    entries = [{"kind": events.PROBE_ACK, "worker": "w1", "t": 1.0, "data": {"ok": True, "source": "broker"}},
+               {"kind": events.PROBE_ACK, "worker": "w2", "t": 2.0, "data": {"ok": True, "source": "result-store"}},
+               {"kind": events.COMPLETION, "worker": "w2", "t": 3.0,
+                "data": {"outcome": "accepted", "source": "result-store"}}]
+    sentences = [text for _, text in proof.in_words(entries, "a", 0.0, {})]
+    assert sentences == [
+        "w1 acknowledged a at +1.000 s, and the queue accepted it (the evidence: the broker's answer to the ack, "
+        "as the worker reported it).",
+        "w2 acknowledged a at +2.000 s, and whether the queue took it is unknown (the evidence: a result store, "
+        "which records that the task ran, not that its ack was taken).",
+        "The control answered that w2's completion of a was accepted, at +3.000 s (read from a result store, which "
+        "records that the task ran, not that its ack was taken).",
+    ]
