@@ -18,6 +18,9 @@ task's documented request class (`Task.Request`, docs/userguide/tasks.rst, "Requ
   entry), null where the ack failed (the connection broke with the HDEL in flight: it may have run), and
   the control then answers from the result backend, which proves the task ran, not the ack.
 
+An ack whose outcome kombu has not shown 2 s after its task (a connection lost with the ack still queued:
+Celery's reconnect drops it, and nothing is logged) is reported as unknown (null), as is one that failed.
+
 A probe the sink refuses ends the process at once (tasks.report).
 """
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import threading
 from functools import partial
 from typing import Any
 
@@ -38,10 +42,14 @@ from chaos import probe
 from chaos.worker import settings
 
 SETTINGS = settings()
-ACK_OK = {"taken": True, "failed": None}  # what the broker's answer to an ack says of it, on Redis
+ACK_OK = {"taken": True, "failed": None, "unknown": None}  # what the broker's answer to an ack says of it, on Redis
+# How long after its task an ack may stay unsettled (kombu neither ran it nor logged its failure: a connection
+# lost with the ack queued, whose callbacks Celery's reconnect drops) before it is reported as unknown.
+UNSETTLED_AFTER_S = 2.0
 FINISHED: dict[str, tuple[str, str, str]] = {}  # Celery's task id -> (job, token, state) of its execution that ran
-PENDING: list[Any] = []  # the requests whose ack was handed to the event loop, until its outcome is known
+PENDING: dict[str, Any] = {}  # Celery's task id -> the request whose ack was handed to the event loop
 FAILED: set[Any] = set()  # the delivery tags kombu logged "Couldn't ack" for
+LOCK = threading.Lock()  # settle runs on the event loop and on the unsettled-ack timer
 
 
 class AckFailures(logging.Handler):
@@ -59,9 +67,11 @@ class Acked(Request):  # type: ignore[misc]
     def acknowledge(self) -> None:
         if self.acknowledged:
             return
-        FAILED.discard(self.message.delivery_tag)  # a redelivery keeps its tag: only this ack's failure counts
+        with LOCK:
+            FAILED.discard(self.message.delivery_tag)  # a redelivery keeps its tag: only this ack's failure counts
         super().acknowledge()
-        PENDING.append(self)
+        with LOCK:
+            PENDING[str(self.id)] = self
         hub = get_event_loop()
         if hub is not None:
             hub.on_tick.add(settle)  # after the loop's callbacks, the ack among them; a set: added once
@@ -69,25 +79,26 @@ class Acked(Request):  # type: ignore[misc]
 
 
 def outcome(request: Any) -> str | None:
-    """taken, failed, or None while the ack has not run yet."""
+    """taken, failed, or None while the ack has not run yet (or no ack was handed to the loop)."""
+    if request is None:
+        return None
     if request.message.acknowledged:
         return "taken"
     return "failed" if request.message.delivery_tag in FAILED else None
 
 
-def settle() -> None:
-    """Report each watched ack whose outcome is known and whose task has finished; one that did not succeed
-    sent its abandon from the task body, and reports no ack."""
-    for request in list(PENDING):
-        said = outcome(request)
-        ran = FINISHED.get(str(request.id))
-        if said is None or ran is None:
-            continue
-        PENDING.remove(request)
-        del FINISHED[str(request.id)]
-        job, token, state = ran
-        if state == "SUCCESS":
-            report(partial(probe.ack, job, token, ACK_OK[said], source="broker"))
+def settle(late: str | None = None) -> None:
+    """Report the ack of each finished task whose outcome is known, and of task `late` as unknown if it is
+    not; a task that did not succeed sent its abandon from the task body, and reports no ack."""
+    with LOCK:
+        for task_id, (job, token, state) in list(FINISHED.items()):
+            said = outcome(PENDING.get(task_id)) or ("unknown" if task_id == late else None)
+            if said is None:
+                continue
+            del FINISHED[task_id]
+            PENDING.pop(task_id, None)
+            if state == "SUCCESS":
+                report(partial(probe.ack, job, token, ACK_OK[said], source="broker"))
 
 
 logging.getLogger("celery.worker.request").addHandler(AckFailures(logging.CRITICAL))
@@ -114,5 +125,9 @@ def claimed(sender: Any = None, task_id: Any = None, task: Any = None, args: Any
 def finished(sender: Any = None, task_id: Any = None, task: Any = None, args: Any = None, state: Any = None,
              **_: Any) -> None:
     if ours(sender):
-        FINISHED[str(task_id)] = (str(args[0]), token_of(task.request), str(state))
+        with LOCK:
+            FINISHED[str(task_id)] = (str(args[0]), token_of(task.request), str(state))
         settle()
+        timer = threading.Timer(UNSETTLED_AFTER_S, settle, (str(task_id),))
+        timer.daemon = True
+        timer.start()
