@@ -77,6 +77,16 @@ OBSERVER_START = "observer.start"  # a target's observer installed: what it is a
 # queue completed the job, by this execution's ack or another's (it does not record whose).
 COMPLETION = "control.completion"
 COMPLETIONS = ("accepted", "refused", "done", "unknown")
+# Where a piece of completion evidence comes from (an ack probe's and a control answer's `source`):
+# "worker", the worker's report of what the queue answered its ack (an ack probe that names no source);
+# "broker", the broker's own answer to the ack as the worker read it (the ack call returned or raised);
+# "queue", the queue's record of which execution completed the job (a row's completing token, a stream's
+# pending entry; a control answer that names no source); "result-store", a result backend, which stores a
+# task's return value whoever acked it: it proves the task ran to completion, never that its ack was taken.
+# Only ACK_SOURCES decide whether an ack was accepted or refused.
+SOURCES = ("worker", "broker", "queue", "result-store")
+ACK_SOURCES = ("worker", "broker", "queue")
+WORKER_REPORT, QUEUE_RECORD = "worker", "queue"  # what an ack probe, a control answer, says when it names none
 KINDS = frozenset({
     RUN_START, RUN_END, ENQUEUE, SNAPSHOT, SNAPSHOT_TAKEN, DRAINED, DRAIN_TIMEOUT, PROBE_CLAIM, PROBE_EFFECT,
     PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
@@ -171,9 +181,10 @@ def queue_record(kind: str, job: str, actor: str | None, data: dict[str, Any]) -
     return Record(kind, OBSERVER, job, actor, data)
 
 
-def completion(job: str, worker: str | None, token: str, outcome: str) -> Record:
-    """The control's word on the completion of `job` by `worker`'s execution `token` (one of COMPLETIONS)."""
-    return Record(COMPLETION, CONTROLLER, job, worker, {"token": token, "outcome": outcome})
+def completion(job: str, worker: str | None, token: str, outcome: str, source: str = QUEUE_RECORD) -> Record:
+    """The control's word on the completion of `job` by `worker`'s execution `token` (one of COMPLETIONS),
+    and what it read to say so (one of SOURCES)."""
+    return Record(COMPLETION, CONTROLLER, job, worker, {"token": token, "outcome": outcome, "source": source})
 
 
 def probe_dropped(point: str, job: str, worker: str | None, fields: dict[str, Any], reason: str) -> Record:

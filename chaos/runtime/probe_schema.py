@@ -30,6 +30,8 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     # The library's own name for this worker (a Celery hostname, a procrastinate worker id), so the queue's
     # record, which names that, is read as the suite's worker.
     "library_id": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    # On an ack: what its ok is the word of (the worker's report of the queue's answer when absent).
+    "source": (lambda v: v in events.SOURCES, "one of " + ", ".join(f'"{s}"' for s in events.SOURCES)),
 }
 _REQUIRED = {events.HEARTBEAT: ("ok",), events.ACK: ("ok",)}
 

@@ -146,10 +146,12 @@ def heartbeat(job: str, token: str, ok: bool) -> dict[str, Any]:
     return send(events.HEARTBEAT, job, token=token, ok=ok)
 
 
-def ack(job: str, token: str, ok: bool | None) -> dict[str, Any]:
+def ack(job: str, token: str, ok: bool | None, source: str | None = None) -> dict[str, Any]:
     """ok: the queue accepted the ack (True), refused it (False), or the worker cannot know (None: the
-    connection died while the ack was in flight)."""
-    return send(events.ACK, job, token=token, ok=ok)
+    connection died while the ack was in flight). `source`: what ok is the word of (events.SOURCES), where
+    it is not the worker's own report of the queue's answer: "broker" for a library's ack call to its
+    broker that the worker watched return or fail."""
+    return send(events.ACK, job, token=token, ok=ok, **({"source": source} if source else {}))
 
 
 def abandon(job: str, token: str, reason: str = "lost") -> dict[str, Any]:
