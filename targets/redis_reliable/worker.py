@@ -7,6 +7,10 @@ is a new process: its predecessor's list is an orphan that only the reconciler r
 heartbeat has expired. Each renewal also reports whether the current job's entry is still in the list
 (the reconciler may have taken it while this process was stopped). An ack or a failure removes the entry
 first (LREM) and does nothing when it is gone: a stale worker's ack is rejected.
+
+`startup_recovery = "unguarded"` (a broken variant) returns every other process's list to the queue when
+the worker starts, live owners' too: the start-up recovery the seed warns about, without the expired
+heartbeat and guard it requires.
 """
 
 from __future__ import annotations
@@ -87,6 +91,14 @@ class Heartbeat:
         self._thread.start()
 
 
+def recover_all(client: Any, k: Keys, own: str, stop: threading.Event) -> None:
+    """Return every other process's processing list to the queue's head, whether its owner lives or not."""
+    for key in retrying(lambda: list(client.scan_iter(match=k.processing_lists(), count=1000)), TRANSIENT, stop):
+        if str(key) != own:
+            while client.lmove(key, k.queue, "RIGHT", "LEFT") is not None:
+                log(f"start-up recovery: returned a job of {key} to the queue")
+
+
 def main() -> None:
     cfg = settings()
     stop = stop_flag()
@@ -97,6 +109,8 @@ def main() -> None:
     max_attempts = cfg.max_attempts
     current = Current()
     Heartbeat(cfg, k, identity, current, stop).start()
+    if cfg.param("startup_recovery") == "unguarded":
+        recover_all(client, k, processing, stop)
     log(f"started as {identity} with {cfg.params}")
 
     def claim() -> str | None:
