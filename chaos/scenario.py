@@ -20,7 +20,6 @@ from chaos.names import check_name
 from chaos.target import Job, JobState
 from chaos.usercode import load_module
 
-
 # Parameters every scenario takes (`-s`), besides its own PARAMS; a scenario's own declaration of the same
 # name wins (one about start-up declares warmup = ("false",): warming its workers would defeat it).
 SHARED_PARAMS: dict[str, tuple[str, ...]] = {
