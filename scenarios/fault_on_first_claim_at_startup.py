@@ -26,6 +26,7 @@ def run(ctx: Context) -> None:
     held = ctx.wait(first)
     late = ctx.start_worker()  # starts beside a live first claim: its start-up must leave that job alone
     ctx.wait_for(lambda e: e.kind == "probe.ready" and e.worker == late, ctx.recovery_deadline(),
-                 f"{late}'s ready probe (its start-up done, beside {held.worker}'s first claim of {victim})")
+                 f"{late}'s `ready` probe (its start-up done beside {held.worker}'s first claim of {victim}; a target "
+                 "whose workers send none cannot run this scenario: docs/probe-protocol.md#the-ready-point)")
     ctx.kill_held(first)
     ctx.wait_drained(ctx.recovery_deadline())

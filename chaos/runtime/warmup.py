@@ -74,13 +74,17 @@ class Warmup:
         while waiting := unready(self._ledger(), self._workers):
             gone = [worker for worker in waiting if not self._alive(worker)]
             if gone:
-                raise NotExercised(f"-s warmup=true: worker {', '.join(gone)} exited before it said it was ready "
-                                   "(its `ready` probe), so no job was enqueued: see its log")
+                raise NotExercised(f"-s warmup=true: {_workers(gone)} exited before saying it was ready (the "
+                                   "`ready` probe), so no job was enqueued: see its log")
             if time.monotonic() >= until:
                 raise NotExercised(
-                    f"-s warmup=true: worker {', '.join(waiting)} sent no `ready` probe within {self._timeout_s:.0f}s "
-                    "of its start, so no job was enqueued and the run tested nothing. Either the target's worker "
+                    f"-s warmup=true: {_workers(waiting)} sent no `ready` probe within {self._timeout_s:.0f}s of "
+                    "starting, so no job was enqueued and the run tested nothing. Either the target's worker "
                     "does not send `ready` after its first empty poll (docs/probe-protocol.md, the ready point: "
                     "chaos.probe.ready()), or it never finished starting (see its log). Run without -s warmup "
                     "to test this target cold")
             time.sleep(CHECK_S)
+
+
+def _workers(names: list[str]) -> str:
+    return ("worker " if len(names) == 1 else "workers ") + ", ".join(names)

@@ -79,7 +79,12 @@ def test_an_unknown_point_is_refused_naming_ready_among_the_points() -> None:
 
 def test_the_client_sends_ready_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[tuple[str, str | None]] = []
-    monkeypatch.setattr(probe, "send", lambda point, job, **fields: sent.append((point, job)) or {})
+
+    def send(point: str, job: str | None, **fields: object) -> dict[str, object]:
+        sent.append((point, job))
+        return {}
+
+    monkeypatch.setattr(probe, "send", send)
     monkeypatch.setattr(probe, "_ready_pid", None)
     probe.ready()
     probe.ready()
@@ -88,9 +93,9 @@ def test_the_client_sends_ready_once_per_process(monkeypatch: pytest.MonkeyPatch
 
 def test_serve_jobs_says_ready_after_its_first_empty_claim(monkeypatch: pytest.MonkeyPatch) -> None:
     said: list[int] = []
+    claims = ["job"]  # one job first: ready only once a claim found nothing
     monkeypatch.setattr(probe, "ready", lambda: said.append(len(claims)))
     stop = threading.Event()
-    claims = ["job"]  # one job first: ready only once a claim found nothing
 
     def claim() -> str | None:
         if not claims:
@@ -166,7 +171,7 @@ def test_workers_started_first_are_warmed_when_the_first_job_comes() -> None:
 def test_a_worker_that_never_says_ready_makes_the_run_inconclusive_naming_both_causes() -> None:
     run = Run(on=True, timeout_s=0.2)
     run.warmup.enqueue(jobs("a"))
-    with pytest.raises(NotExercised, match=r"w2 sent no `ready` probe within 0s.*does not send `ready`.*never "
+    with pytest.raises(NotExercised, match=r"worker w2 sent no `ready` probe within 0s.*does not send `ready`.*never "
                                            r"finished starting") as raised:
         run.history.start("w1").record(events.probe(events.READY, None, "w1", {}))
         run.history.start("w2")
@@ -177,7 +182,7 @@ def test_a_worker_that_never_says_ready_makes_the_run_inconclusive_naming_both_c
 def test_a_worker_that_exits_before_it_is_ready_ends_the_wait_at_once() -> None:
     run = Run(on=True, timeout_s=30.0, alive=False)
     run.warmup.enqueue(jobs("a"))
-    with pytest.raises(NotExercised, match="w1 exited before it said it was ready"):
+    with pytest.raises(NotExercised, match="worker w1 exited before saying it was ready"):
         run.start("w1", ready=False)
 
 
