@@ -64,6 +64,21 @@ def test_a_suite_cell_sets_warmup_with_a_toml_boolean(tmp_path: Path) -> None:
     assert cell.settings_argv()[-2:] == ["-s", "warmup=true"]
 
 
+def test_a_cells_warmup_key_warms_each_of_its_scenarios_that_takes_it(tmp_path: Path) -> None:
+    path = tmp_path / "chaos.toml"
+    path.write_text(f'[[cell]]\ntarget = "pg_lease"\nscenarios = ["no_faults", "{STARTUP}"]\nwarmup = true\n')
+    warm, cold = load_suite(path).cells
+    assert warm.scenario_params == ("warmup=true",) and warm.scenario_variant == "no_faults -s warmup=true"
+    assert cold.scenario == STARTUP and cold.scenario_params == ()
+
+
+def test_a_warmup_key_that_is_no_boolean_is_refused_naming_the_cell(tmp_path: Path) -> None:
+    path = tmp_path / "chaos.toml"
+    path.write_text('[[cell]]\ntarget = "pg_lease"\nscenario = "no_faults"\nwarmup = "yes"\n')
+    with pytest.raises(ConfigError, match=r"cell 1 \(pg_lease\): warmup = 'yes'; expected true or false"):
+        load_suite(path)
+
+
 # -- the ready probe ----------------------------------------------------------------------------------
 
 def test_a_ready_probe_needs_no_job_but_a_job_probe_still_does() -> None:
