@@ -78,11 +78,11 @@ class Warmup:
                                    "`ready` probe), so no job was enqueued: see its log")
             if time.monotonic() >= until:
                 raise NotExercised(
-                    f"-s warmup=true: {_workers(waiting)} sent no `ready` probe within {self._timeout_s:.0f}s of "
-                    "starting, so no job was enqueued and the run tested nothing. Either the target's worker "
-                    "does not send `ready` after its first empty poll (docs/probe-protocol.md, the ready point: "
-                    "chaos.probe.ready()), or it never finished starting (see its log). Run without -s warmup "
-                    "to test this target cold")
+                    f"-s warmup=true: {_workers(waiting)} sent no `ready` probe in the {self._timeout_s:.0f}s waited "
+                    "for it, so no job was enqueued and the run tested nothing. Either the target's worker "
+                    "does not send `ready` after its first empty poll (chaos.probe.ready(), "
+                    "docs/probe-protocol.md#the-ready-point), or it never finished starting (see its log). "
+                    "Run without -s warmup to test this target cold")
             time.sleep(CHECK_S)
 
 

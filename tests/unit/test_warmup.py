@@ -186,8 +186,8 @@ def test_workers_started_first_are_warmed_when_the_first_job_comes() -> None:
 def test_a_worker_that_never_says_ready_makes_the_run_inconclusive_naming_both_causes() -> None:
     run = Run(on=True, timeout_s=0.2)
     run.warmup.enqueue(jobs("a"))
-    with pytest.raises(NotExercised, match=r"worker w2 sent no `ready` probe within 0s.*does not send `ready`.*never "
-                                           r"finished starting") as raised:
+    with pytest.raises(NotExercised, match=r"worker w2 sent no `ready` probe in the 0s waited for it.*does not send "
+                                           r"`ready`.*never finished starting") as raised:
         run.history.start("w1").record(events.probe(events.READY, None, "w1", {}))
         run.history.start("w2")
         run.warmup.started(["w1", "w2"])
