@@ -1,11 +1,21 @@
-"""`chaos target check PATH`: one real run of a fault-free check scenario on a fresh server (setup, an
-empty snapshot, one job enqueued and seen pending, one worker that claims it and is held at a gate while a
-snapshot must show the job claimed, then effects and acks it, a final snapshot that says done), then every
-seam that did not hold named in a paragraph of its own.
+"""`chaos target check PATH`: one real run of a check scenario on a fresh server, then every seam that did
+not hold named in a paragraph of its own. The run drives three paths of a job's life, one worker at a time:
+
+- the happy path (an empty snapshot, one job enqueued and seen pending, a worker that claims it and is
+  held at a gate while a snapshot must show the job claimed, then effects and acks it; the control's
+  `completion()` must agree with the ack, and the final snapshot say done);
+- a kill after the claim: the next job's claimer is SIGKILLed while a gate holds it right after its
+  claim, and the snapshot taken then must still show the job (claimed, pending, or as the contract's
+  on_owner_loss allows), never done;
+- a handler failure: a poison job's claimer must give it up (an abandon, or an ack refused) with its
+  claim's token, and the queue retry it (another claim), or dead-letter it where max_attempts = 1.
 
 The held snapshot matters because the checker counts a job completed only on evidence of a completion:
 a snapshot that leaves out claimed jobs would hide a stuck one, and a run could not tell it from a job
-that finished.
+that finished. Every probe must carry its claim's token (`chaos.check.strays`): one that does not is a
+wrong token, named with the probe. The kill and the failure are the target's wiring, not the queue's
+correctness: what the queue then does with those jobs (a lost job, a slow recovery) is for the fault
+scenarios to judge, so the check holds only the fault-free job to a pass.
 
 A target that passes the check can be judged by the fault scenarios; one that fails it would only give
 verdicts about its own wiring.
@@ -13,21 +23,27 @@ verdicts about its own wiring.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from chaos import events
+from chaos.authoring import fault_paths
 from chaos.check.verdict import Verdict
+from chaos.errors import HarnessError
 from chaos.events import Event
 from chaos.ledger import read_events
+from chaos.runtime.context import ScenarioContext
 from chaos.runtime.run import RunOptions, run_scenario
 from chaos.scenario import Context, Scenario
-from chaos.target import Target
+from chaos.target import Control, KeepsNoCompletions, Target
 
-JOB = "job-0001"
-WORKER = "w1"
+JOB, KILLED, FAILING = "job-0001", "job-0002", "job-0003"
+WORKER, SECOND = "w1", "w2"
 MARGIN_S = 10.0  # beyond the recovery bound, for a worker's start (a broker's client library takes seconds)
+ANSWER_S = 5.0  # how long the control's completion() may take to see an ack (a result store written after it)
+POLL_S = 0.1
 
 
 @dataclass
@@ -44,23 +60,66 @@ def check_target(target: Target, options: RunOptions) -> CheckReport:
     seen: dict[str, Any] = {}
 
     def check(ctx: Context) -> None:
-        """Target check: the queue's seams, one job and one worker, no fault."""
-        seen["empty"] = {state.job: state.state for state in ctx.snapshot()}
+        """Target check: the queue's seams, one job at a time: a happy path, a kill after the claim, a
+        handler failure."""
+        if not isinstance(ctx, ScenarioContext):
+            raise HarnessError("the target check runs only in the suite's own runtime")
+        deadline = ctx.recovery_deadline(margin_s=MARGIN_S)
+        seen["empty"] = _states(ctx)
         ctx.enqueue(1)
-        seen["enqueued"] = {state.job: state.state for state in ctx.snapshot()}
+        seen["enqueued"] = _states(ctx)
         gate = ctx.arm("after:claim", job=JOB)
         ctx.start_worker(WORKER)
-        ctx.wait(gate, ctx.recovery_deadline(margin_s=MARGIN_S))
-        seen["claimed"] = {state.job: state.state for state in ctx.snapshot()}
+        held = ctx.wait(gate, deadline)
+        seen["claimed"] = _states(ctx)
         seen["shows_deliveries"] = ctx.shows_deliveries
         ctx.release(gate)
-        seen["drained"] = ctx.wait_drained(ctx.recovery_deadline(margin_s=MARGIN_S))
+        seen["drained"] = ctx.wait_drained(deadline)
+        seen["completion"] = _completion(ctx.control, str(held.token))
+        seen["keeps_no_completions"] = isinstance(ctx.control, KeepsNoCompletions)
+        killed = ctx.arm("after:claim", job=KILLED)  # before the enqueue: the idle w1 claims it at once
+        ctx.enqueue(1)
+        ctx.wait(killed, deadline)
+        ctx.kill_held(killed)
+        seen["after_kill"] = _states(ctx).get(KILLED, "absent")
+        ctx.enqueue(1, fail=True)
+        ctx.start_worker(SECOND)
+        failed = seen["failed"] = ctx.ledger.wait_for(fault_paths.gave_up(FAILING), deadline)
+        if failed is not None:
+            seen["retried"] = (_dead_letter(ctx, deadline) if ctx.contract.max_attempts == 1 else
+                               ctx.ledger.wait_for(fault_paths.claim_of(FAILING), deadline, after=failed.seq))
 
-    scenario = Scenario("target_check", Path(__file__), check.__doc__ or "", check, ())
+    scenario = Scenario("target_check", Path(__file__), check.__doc__ or "", check, ("kill",))
     result = run_scenario(target, scenario, options)
     report = CheckReport(target, result.dir)
     _judge(report, seen, result.verdict, read_events(result.dir / "ledger.sqlite"))
     return report
+
+
+def _states(ctx: Context) -> dict[str, str]:
+    return {state.job: state.state for state in ctx.snapshot()}
+
+
+def _completion(control: Control, token: str) -> str:
+    """The control's answer on the ack of JOB by its claim's token: polled for a while where it is not
+    definite at once (a library writes its result store after the ack is reported); a control that keeps
+    no record of completions is asked once."""
+    until = time.monotonic() + ANSWER_S
+    while True:
+        answer = str(control.completion(JOB, token))
+        if answer != "unknown" or isinstance(control, KeepsNoCompletions) or time.monotonic() >= until:
+            return answer
+        time.sleep(POLL_S)
+
+
+def _dead_letter(ctx: ScenarioContext, timeout: float) -> str | None:
+    """Under max_attempts = 1 a failed job is not retried: the snapshot must come to show it dead."""
+    until = time.monotonic() + timeout
+    while time.monotonic() < until:
+        if _states(ctx).get(FAILING) == "dead":
+            return "dead"
+        time.sleep(POLL_S)
+    return None
 
 
 def _judge(report: CheckReport, seen: dict[str, Any], verdict: Verdict, ledger: list[Event]) -> None:
@@ -96,11 +155,45 @@ def _judge(report: CheckReport, seen: dict[str, Any], verdict: Verdict, ledger: 
     elif any(e.kind == events.SNAPSHOT_TAKEN for e in ledger):
         problem(f"The final snapshot shows {JOB} as {final} after its ack: snapshot() must report a completed job "
                 "as done (or not list it, for a queue that deletes completed jobs), and the ack must complete it.")
-    if verdict.verdict == "pass":
-        ok("the run's verdict is pass")
-    else:
-        why = "; ".join(v.message for v in verdict.violations) or verdict.error or ", ".join(verdict.notes)
-        problem(f"The fault-free check run's verdict is {verdict.verdict.upper()}: {why}")
+    contract = report.target.contract
+    if "completion" in seen:
+        acks = [e for e in ledger if e.kind == events.PROBE_ACK and e.job == JOB]
+        # A control may answer only once no consumer holds the job (dramatiq_rabbitmq): the run asks
+        # again before its final snapshot, and that last word counts too.
+        final = [e.data.get("outcome") for e in ledger if e.kind == events.COMPLETION and e.job == JOB]
+        answer = seen["completion"] if seen["completion"] != "unknown" or not final else str(final[-1])
+        fault_paths.judge_completion(report.passed, report.problems, JOB, WORKER,
+                                     acks[-1].data.get("ok") if acks else False, answer,
+                                     seen["keeps_no_completions"])
+    wrong_token = fault_paths.judge_tokens(report.passed, report.problems, ledger, contract.lease_scope == "worker")
+    if "after_kill" in seen:
+        fault_paths.judge_kill(report.passed, report.problems, KILLED, WORKER, seen["after_kill"],
+                               seen["shows_deliveries"], contract)
+    elif "completion" in seen:
+        problem(f"The run ended before the kill after the claim of {KILLED}: {_cause(verdict)}; the run dir "
+                f"{report.run_dir} holds the rest.")
+    if "failed" in seen:
+        fault_paths.judge_failure(report.passed, report.problems, FAILING, ledger, seen["failed"],
+                                  seen.get("retried"), contract)
+    _judge_verdict(report, verdict, wrong_token)
+
+
+def _judge_verdict(report: CheckReport, verdict: Verdict, wrong_token: bool) -> None:
+    """The fault-free job is held to a pass: completed, no violation. The killed and the failing job are
+    the target's wiring here, and what the queue did with them is for the fault scenarios to judge. A run
+    the checker could not judge (an error) fails the check, unless a wrong token, named above, is why."""
+    if verdict.verdict == "error":
+        if not wrong_token:
+            report.problems.append(f"The check run is an ERROR, no verdict on the queue: {_cause(verdict)}")
+        return
+    outcome = verdict.jobs.get(JOB, "unknown")
+    against = [v.message for v in verdict.violations if v.job == JOB]
+    if outcome == "completed" and not against:
+        report.passed.append(f"the verdict on the fault-free {JOB}: completed, no violation (the run's verdict, "
+                             f"{verdict.verdict}, also judges the killed and the failing job)")
+        return
+    why = "; ".join(against) or "; ".join(note for note in verdict.notes if JOB in note) or "; ".join(verdict.notes)
+    report.problems.append(f"The fault-free {JOB} is {outcome} in the check run's verdict, not completed: {why}")
 
 
 def _cause(verdict: Verdict) -> str:
@@ -144,12 +237,10 @@ def _judge_worker(report: CheckReport, ledger: list[Event]) -> None:
     if not acks:
         problem(f"No ack probe for {JOB}: the worker must call probe.ack(job, token, ok) after asking the queue to "
                 "complete the job, with ok saying whether the queue accepted it.")
-    elif acks[-1].data.get("ok") is None:
-        _judge_answer(report, ledger)
-    elif acks[-1].data.get("ok") is not True:
+    elif acks[-1].data.get("ok") is False:
         problem(f"The ack probe for {JOB} says ok={acks[-1].data.get('ok')!r}: in a fault-free run the queue should "
                 "accept the ack; ok must be what the queue answered (True for a completion that took effect).")
-    else:
+    elif acks[-1].data.get("ok") is True:
         ok(f"{WORKER} acked {JOB} and the queue accepted it")
 
 
@@ -173,23 +264,6 @@ def _judge_claimed(report: CheckReport, state: str, shows_deliveries: bool) -> N
             "claimed job would hide a stuck one, whose owner died holding it, and a run could not tell it from a "
             "completed one. snapshot() must show a job a worker holds as claimed (by that worker); a queue that "
             "keeps no record of a job out for delivery says so with shows_deliveries = False on its control.")
-
-
-def _judge_answer(report: CheckReport, ledger: list[Event]) -> None:
-    """An ack the worker could not vouch for (ok null): the control must say the queue took it."""
-    answers = [e.data.get("outcome") for e in ledger if e.kind == events.COMPLETION and e.job == JOB]
-    if "accepted" in answers:
-        report.passed.append(f"{WORKER} acked {JOB} with ok null, and the control says the queue took the completion")
-        return
-    if "done" in answers:
-        report.passed.append(f"{WORKER} acked {JOB} with ok null, and the control says the queue completed the job "
-                             "(not by whose ack: a stale owner's accepted ack cannot be told from this one's)")
-        return
-    report.problems.append(
-        f"The ack probe for {JOB} says ok=None and the control's completion({JOB!r}, token) answered "
-        f"{answers[-1] if answers else 'nothing'!r}: in a fault-free run the queue takes the completion. Send ok as "
-        "the queue answered where the worker can know it; where the library completes the job itself, make "
-        "Control.completion read the queue's record of it (huey_redis reads huey's result store).")
 
 
 def _judge_observer(report: CheckReport, ledger: list[Event]) -> None:

@@ -23,6 +23,11 @@ class Cause:
     event: Event
     at: float  # as far as the ledger proves: a record's own timestamp, never later than its journal entry
     what: str  # how messages name it
+    fault: FaultHistory  # the fault that came after it
+
+    def came_after(self) -> str:
+        """How a message says that the fault is not the cause."""
+        return f"fault {self.fault.id} ({self.fault.kind} {self.fault.target}) came after that and is not the cause"
 
 
 def earlier_loss(history: JobHistory, owner: Execution, fault: FaultHistory, run: RunHistory) -> Cause | None:
@@ -31,13 +36,14 @@ def earlier_loss(history: JobHistory, owner: Execution, fault: FaultHistory, run
     applied = fault.applied or fault.journal
     if applied is None:
         return None
-    found = [cause for cause in (_released_by_the_queue(history, owner, run), _extension_refused(history, owner,
-                                                                                                 fault, run))
+    found = [cause for cause in (_released_by_the_queue(history, owner, fault, run),
+                                 _extension_refused(history, owner, fault, run))
              if cause is not None and cause.at < applied.mono]
     return min(found, key=lambda cause: cause.at, default=None)
 
 
-def _released_by_the_queue(history: JobHistory, owner: Execution, run: RunHistory) -> Cause | None:
+def _released_by_the_queue(history: JobHistory, owner: Execution, fault: FaultHistory,
+                           run: RunHistory) -> Cause | None:
     """The queue's record releasing or failing the job while, by its own order, `owner`'s worker held it
     (from a claim it recorded no later than the owner reported its own)."""
     names = {str(e.data["library_id"]): e.worker for e in history.events
@@ -54,7 +60,8 @@ def _released_by_the_queue(history: JobHistory, owner: Execution, run: RunHistor
             how = "released" if entry.kind == events.QUEUE_RELEASE else "recorded failed"
             at = recorded_at(entry)
             return Cause(entry, at, f"the queue's own record took it from its owner {owner.worker} ({entry.kind}: "
-                                    f"{how}, order {entry.data.get('order')}, at +{at - (run.origin or 0.0):.3f}s)")
+                                    f"{how}, order {entry.data.get('order')}, at +{at - (run.origin or 0.0):.3f}s)",
+                         fault)
         else:
             holder = None  # completed, or released from another holder
     return None
@@ -76,7 +83,7 @@ def _extension_refused(history: JobHistory, owner: Execution, fault: FaultHistor
     if refused is None:
         return None
     return Cause(refused, refused.mono, f"its owner {owner.who()} reported its lease extension refused (at "
-                                        f"{run.at(refused)})")
+                                        f"{run.at(refused)})", fault)
 
 
 def recorded_at(entry: Event) -> float:

@@ -20,9 +20,10 @@ from chaos import events
 from chaos.check.control_answers import answered, done
 from chaos.check.fault_reports import fault_reports, recovery_summary, unmet_premises
 from chaos.check.history import JobHistory, RunHistory
-from chaos.check.judgement import judge_job, unproven_note, unsettled_for
+from chaos.check.judgement import judge_job, lost_since, unproven_note, unsettled_for
 from chaos.check.queue_record import DISAGREE, STALE, committed, covered, evidence, judge_record
 from chaos.check.scan import scan
+from chaos.check.strays import strays
 from chaos.check.verdict import OUTCOMES, FaultReport, Verdict, Violation
 from chaos.contract import Contract
 from chaos.events import Event
@@ -131,19 +132,22 @@ def _emulated(ledger: Sequence[Event]) -> list[str]:
             "service it imitates" for name in emulators]
 
 
-def _unsettled(history: JobHistory, contract: Contract) -> str:
+def _unsettled(history: JobHistory, contract: Contract, run: RunHistory) -> str:
     """Why a job still waiting for its recovery at the end is not called stuck."""
     state = (history.snapshot or {}).get("state", "?")
     bound = contract.recovery_bound_s
-    elapsed = unsettled_for(history, bound)
+    elapsed = unsettled_for(history, bound, run)
     if history.lost is None or elapsed is None:
         return (f"{history.job} was still {state} at the end, but no worker was free to take it for as long as "
                 f"the recovery bound of {bound}s (each was held at a gate, stopped or cut off, or killed by the "
                 "suite): that proves nothing about the queue")
     fault, owner = history.lost
-    return (f"{history.job} was still {state} {elapsed:.3f}s after fault {fault} took its owner {owner}, "
-            f"{bound - elapsed:.3f}s before its recovery bound of {bound}s: the scenario ended too soon to "
-            "tell whether it would have been recovered")
+    cause = lost_since(history, run)[1]
+    after = f"fault {fault} took its owner {owner}" if cause is None else cause.what
+    later = "" if cause is None else f"; {cause.came_after()}"
+    return (f"{history.job} was still {state} {elapsed:.3f}s after {after}, {bound - elapsed:.3f}s before its "
+            f"recovery bound of {bound}s: the scenario ended too soon to tell whether it would have been "
+            f"recovered{later}")
 
 
 def _harness_error(run: RunHistory) -> str:
@@ -157,6 +161,16 @@ def _harness_error(run: RunHistory) -> str:
         # cannot pass, and the queue is not to blame for the worker's malformed report.
         return ("the sink refused probes, so the ledger is missing what they reported: " + "; ".join(refused)
                 + ". Fix the target's workers (see the probe protocol in README)")
+    stray = strays((e for h in run.jobs.values() for e in h.events), run.worker_leases)
+    stray.sort(key=lambda s: s.probe.seq)
+    if stray:
+        # Matched to no execution, the probe would be pinned on a guess (the worker's latest claim, or
+        # nothing): an abandon with a wrong token read as no abandon at all.
+        more = f"; and {len(stray) - 3} more" if len(stray) > 3 else ""
+        return ("the target's workers reported probes that match no execution: "
+                + "; ".join(s.describe() for s in stray[:3]) + more + ". Each effect, heartbeat, ack and abandon "
+                "must carry the token its execution's claim sent (docs/probe-protocol.md, the token field): "
+                "fix the target's workers")
     enqueued = any(h.enqueued for h in run.jobs.values())
     reported = any(e.kind.startswith(events.PROBE_PREFIX) for h in run.jobs.values() for e in h.events)
     if not enqueued or reported:
@@ -229,9 +243,11 @@ def _verdict(run: RunHistory, violations: list[Violation], faults: list[FaultRep
         notes.append(f"the harness reported: {run.end.get('status')}: {run.end.get('detail', '')}")
         if verdict == "pass":
             verdict = "inconclusive"
-    unsettled = [_unsettled(run.jobs[job], contract) for job, outcome in outcomes.items() if outcome == "unsettled"]
+    unsettled = [_unsettled(run.jobs[job], contract, run) for job, outcome in outcomes.items()
+                 if outcome == "unsettled"]
     if run.snapshot_taken:  # without a snapshot every job is unknown, and the run says so once
-        unsettled += [unproven_note(run.jobs[job]) for job, outcome in outcomes.items() if outcome == "unknown"]
+        unsettled += [unproven_note(run.jobs[job], run) for job, outcome in outcomes.items()
+                      if outcome == "unknown"]
     notes += unsettled
     if unsettled and verdict == "pass":
         verdict = "inconclusive"

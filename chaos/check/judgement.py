@@ -33,10 +33,13 @@
   less contract.reclaim_tolerance_s. (A kill does not excuse it: a lease outlives its owner.) Under
   lease_scope = worker an extension is any accepted heartbeat of the owner's worker (`chaos.check.scan`).
 - owner loss (contract.on_owner_loss, for a job whose last owner died: a kill or restart ended its
-  execution while it held the job): under "fail" a job that ends dead is the promise kept (`dead_lettered`
-  with no alarm, whatever its attempts); under "drop" a job gone from the queue (absent) with no effect is
-  `dropped`, not `lost`; under either, a claim after the owner died is `redelivered_after_owner_loss`. A
-  job gone without its owner dying is `lost`, and one pending or claimed past the bound `stuck`, always.
+  execution while it held the job, and nothing before shows the job had left it, `chaos.check.causes`):
+  under "fail" a job that ends dead is the promise kept (`dead_lettered` with no alarm, whatever its
+  attempts); under "drop" a job gone from the queue (absent) with no effect is `dropped`, not `lost`; under
+  either, a claim after the owner died is `redelivered_after_owner_loss`. A job gone without its owner
+  dying is `lost`, and one pending or claimed past the bound `stuck`, always.
+  The bound of a job still waiting counts from the event that took it from its owner, as a recovery's does;
+  a message names the fault only when nothing before it shows the job gone, and its witness starts there.
 
 Event-proven anomalies (premature or early reclaim, stale ack or extension, effect after lease loss, work
 after known loss, recovery bound) are judged even when the final snapshot is missing; outcome-based ones
@@ -91,7 +94,9 @@ def judge_job(history: JobHistory, contract: Contract,
                        + [e for e in full if e["seq"] > since[0] or (e["t"] > after and e["seq"] != since[0])])
         return Violation(kind, history.job, message, witness, dict(detail or {}))
 
-    found = [violation(outcome, reason)] if reason else []
+    decided = _decided_by(history, outcome, run) if reason else None
+    since = (decided.event.seq, decided.at) if decided is not None else None
+    found = [violation(outcome, reason, None, since)] if reason else []
     allowed: list[dict[str, Any]] = []
     for finding in history.findings:
         if _lease_ran_out(finding, contract):
@@ -148,8 +153,7 @@ def _late_recoveries(history: JobHistory, contract: Contract, run: RunHistory) -
             continue
         detail.update(fault=None, after_fault=recovery.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
         late.append(("recovery_bound_exceeded", f"reclaimed by {recovery.by} {seconds:.3f}s after {cause.what}, "
-                     f"past the recovery bound of {bound}s; fault {recovery.fault} ({what}) came after that and is "
-                     "not the cause", detail, (cause.event.seq, cause.at)))
+                     f"past the recovery bound of {bound}s; {cause.came_after()}", detail, (cause.event.seq, cause.at)))
     late += [_unreclaimed(history, ret, contract, run) for ret in history.returns if _owed(ret, contract, run)]
     return late
 
@@ -195,9 +199,8 @@ def _unreclaimed(history: JobHistory, ret: Return, contract: Contract, run: RunH
             "queue owes a reclaim once the lease runs out, whether or not the owner returns")
     if cause is not None:
         detail.update(fault=None, after_fault=ret.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
-        return ("recovery_bound_exceeded", f"nobody claimed it after {cause.what} {tail}; fault {ret.fault} "
-                f"({fault.kind} {fault.target}) came after that and is not the cause", detail,
-                (cause.event.seq, cause.at))
+        return ("recovery_bound_exceeded", f"nobody claimed it after {cause.what} {tail}; {cause.came_after()}",
+                detail, (cause.event.seq, cause.at))
     return ("recovery_bound_exceeded", f"its lease ran out at +{ret.lease_from + lease - origin:.3f}s (the last "
             f"accepted claim or extension of {ret.owner.who()} at +{ret.lease_from - origin:.3f}s plus {key} = "
             f"{lease}s) while fault {ret.fault} ({fault.kind} {fault.target}) kept its owner from renewing it, and "
@@ -220,8 +223,9 @@ def _rerun_after_owner_died(history: JobHistory, contract: Contract,
     executions = history.executions  # in claim order
     for dead, claimer in pairwise(executions):
         fault = dead.died_by
-        if fault is None or fault.applied is None or claimer.since < fault.seq:
-            continue
+        if (fault is None or fault.applied is None or claimer.since < fault.seq
+                or earlier_loss(history, dead, fault, run) is not None):
+            continue  # no owner died holding it: the job had left it before (`chaos.check.causes`)
         after = max(0.0, claimer.at - fault.applied.mono)
         promise = "recorded failed" if contract.on_owner_loss == "fail" else "dropped"
         return (f"{claimer.who()} claimed it at {run.at(claimer.claim)}, {after:.3f}s after fault {fault.id} "
@@ -234,10 +238,29 @@ def _rerun_after_owner_died(history: JobHistory, contract: Contract,
     return None
 
 
-def _owner_died(history: JobHistory) -> Execution | None:
-    """The job's last execution (in claim order), when a kill or restart ended it holding the job."""
+def _death(history: JobHistory, run: RunHistory) -> tuple[Execution, FaultHistory, Cause | None] | None:
+    """The job's last execution (in claim order) when a kill or restart ended it, that fault, and the earlier
+    event that had already taken the job from it (`chaos.check.causes`): then the owner did not die holding
+    the job, and the promise for an owner loss (on_owner_loss) is not what decided its outcome."""
     last = history.executions[-1] if history.executions else None
-    return last if last is not None and last.died_by is not None else None
+    if last is None or last.died_by is None:
+        return None
+    return last, last.died_by, earlier_loss(history, last, last.died_by, run)
+
+
+def _decided_by(history: JobHistory, outcome: str, run: RunHistory) -> Cause | None:
+    """The event before a fault that decided a stuck or lost job's outcome (`chaos.check.causes`): its
+    message names it, and its witness starts there."""
+    if outcome == "stuck":
+        return lost_since(history, run)[1]
+    death = _death(history, run) if outcome == "lost" else None
+    return death[2] if death is not None else None
+
+
+def _owner_died(history: JobHistory, run: RunHistory) -> Execution | None:
+    """The job's last execution, when a kill or restart ended it holding the job."""
+    death = _death(history, run)
+    return death[0] if death is not None and death[2] is None else None
 
 
 def _heartbeat_gaps(history: JobHistory, contract: Contract, run: RunHistory) -> list[tuple[str, dict[str, Any]]]:
@@ -328,7 +351,7 @@ def free_while_waiting(history: JobHistory, run: RunHistory) -> float:
     long as the recovery bound proves nothing about the queue."""
     if history.snapshot_at is None:
         return math.inf
-    since = history.lost_owner_at
+    since = lost_since(history, run)[0]
     if since is None:
         since = min((e.mono for e in history.events if e.kind == events.ENQUEUE), default=history.snapshot_at)
     return free_seconds(run, since, history.snapshot_at, busy_with_jobs=False)
@@ -344,23 +367,25 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[
     if not run.snapshot_taken:
         return "unknown", ""
     if where == "dead":
-        if contract.on_owner_loss == "fail" and _owner_died(history) is not None:
+        if contract.on_owner_loss == "fail" and _owner_died(history, run) is not None:
             return "dead_lettered", ""  # the promise kept: its owner died, and the queue recorded it failed
         return "dead_lettered", _dead_letter_reason(history, contract, snap)
     if where in ("pending", "claimed"):
-        if (unsettled_for(history, contract.recovery_bound_s) is not None
+        if (unsettled_for(history, contract.recovery_bound_s, run) is not None
                 or free_while_waiting(history, run) <= contract.recovery_bound_s):
             return "unsettled", ""  # its owner was lost too recently, or nobody was free to take it: not judged
         owner = f", claimed by {snap['owner']}" if snap.get("owner") else ""
         claims = len(history.executions)
+        cause = lost_since(history, run)[1]
+        left = f"; it had waited since {cause.what}, and {cause.came_after()}" if cause is not None else ""
         return "stuck", (f"still {where}{owner} at the end of the run, past the recovery bound of "
-                         f"{contract.recovery_bound_s}s, after {claims} claim(s) and {effects} effect(s)")
+                         f"{contract.recovery_bound_s}s, after {claims} claim(s) and {effects} effect(s){left}")
     if effects == 0:
-        return _gone(history, contract, where)
+        return _gone(history, contract, where, run)
     outcome, reason = _effected(history, contract, run)
     if reason or _completion_proven(history):
         return outcome, reason  # a violation the effects prove needs no completion
-    return _unproven(history, contract)
+    return _unproven(history, contract, run)
 
 
 def _effected(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[str, str]:
@@ -389,13 +414,19 @@ def _effected(history: JobHistory, contract: Contract, run: RunHistory) -> tuple
     return "redelivered", ""
 
 
-def _gone(history: JobHistory, contract: Contract, where: str) -> tuple[str, str]:
-    """A job never effected that the queue no longer holds: lost, unless its owner died and the contract
-    lets the queue forget such a job (on_owner_loss = drop)."""
-    dead = _owner_died(history) if contract.on_owner_loss != "redeliver" else None
-    fault = dead.died_by if dead is not None else None
-    if dead is None or fault is None:
+def _gone(history: JobHistory, contract: Contract, where: str, run: RunHistory) -> tuple[str, str]:
+    """A job never effected that the queue no longer holds: lost, unless its owner died holding it and the
+    contract lets the queue forget such a job (on_owner_loss = drop)."""
+    death = _death(history, run)
+    cause = death[2] if death is not None else None
+    if cause is not None:  # it left its owner before the fault: say so
+        rule = (f", so on_owner_loss = {contract.on_owner_loss} (for a job whose owner dies holding it) does not "
+                "apply" if contract.on_owner_loss != "redeliver" else "")
+        return "lost", (f"enqueued but never effected, and the queue reports it {where}: {cause.what}{rule}; "
+                        f"{cause.came_after()}")
+    if death is None or contract.on_owner_loss == "redeliver":
         return "lost", f"enqueued but never effected, and the queue reports it {where}"
+    dead, fault, _ = death
     if contract.on_owner_loss == "drop" and where == "absent":
         return "dropped", ""
     kept = "kept no record of its failure" if contract.on_owner_loss == "fail" else f"reports it {where}, not gone"
@@ -411,22 +442,25 @@ def _completion_proven(history: JobHistory) -> bool:
     return history.completion_proven or (history.snapshot or {}).get("state") == "done"
 
 
-def _unproven(history: JobHistory, contract: Contract) -> tuple[str, str]:
+def _unproven(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[str, str]:
     """An effected job that no completion proves and the final snapshot does not show: dropped where its
     owner died and the contract lets the queue forget such a job (on_owner_loss = drop), else unknown (it
     may have completed, or be stuck where the snapshot does not look; `unproven_note` says which)."""
-    if contract.on_owner_loss == "drop" and _owner_died(history) is not None:
+    if contract.on_owner_loss == "drop" and _owner_died(history, run) is not None:
         return "dropped", ""
     return "unknown", ""
 
 
-def unproven_note(history: JobHistory) -> str:
+def unproven_note(history: JobHistory, run: RunHistory) -> str:
     """Why a job the final snapshot took is `unknown`: its effects are in the ledger, its completion is not."""
     state = (history.snapshot or {}).get("state", "absent")
-    dead = _owner_died(history)
-    fault = dead.died_by if dead is not None else None
-    owner = (f"; its owner {dead.who()} died holding it (fault {fault.id}, {fault.kind} {fault.target}) and no "
-             "worker claimed it since" if dead is not None and fault is not None else "")
+    death = _death(history, run)
+    owner = ""
+    if death is not None:
+        dead, fault, cause = death
+        owner = (f"; its owner {dead.who()} died holding it (fault {fault.id}, {fault.kind} {fault.target}) and no "
+                 "worker claimed it since" if cause is None else f"; {cause.what}, no worker claimed it since, and "
+                 f"{cause.came_after()}")
     made = "its effect" if len(history.effects) == 1 else f"{len(history.effects)} effects"
     return (f"{history.job} made {made}, but no completion of it is proven: no ack the queue accepted, no "
             "answer of the control's completion() that the queue took one (accepted or done), no completion in the "
@@ -435,12 +469,23 @@ def unproven_note(history: JobHistory) -> str:
             "completed (`chaos target check` tests that a snapshot shows a claimed job)")
 
 
-def unsettled_for(history: JobHistory, bound: float) -> float | None:
-    """Seconds between a fault taking the job's owner and the final snapshot, when the job was still
-    waiting for its recovery and the recovery bound had not yet passed then; else None."""
-    if history.lost_owner_at is None or history.snapshot_at is None:
+def lost_since(history: JobHistory, run: RunHistory) -> tuple[float | None, Cause | None]:
+    """When the job still waiting for its recovery lost its owner: when a fault took that owner, or the
+    earlier event that had already taken the job from it (`chaos.check.causes`), and that event."""
+    if history.lost_owner_at is None or history.lost is None or history.latest is None:
+        return history.lost_owner_at, None
+    fault = run.faults.get(history.lost[0])
+    cause = earlier_loss(history, history.latest, fault, run) if fault is not None else None
+    return (cause.at, cause) if cause is not None else (history.lost_owner_at, None)
+
+
+def unsettled_for(history: JobHistory, bound: float, run: RunHistory) -> float | None:
+    """Seconds between the job losing its owner (`lost_since`) and the final snapshot, when the job was
+    still waiting for its recovery and the recovery bound had not yet passed then; else None."""
+    since = lost_since(history, run)[0]
+    if since is None or history.snapshot_at is None:
         return None
-    elapsed = history.snapshot_at - history.lost_owner_at
+    elapsed = history.snapshot_at - since
     return elapsed if elapsed < bound else None
 
 

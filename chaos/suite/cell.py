@@ -16,8 +16,9 @@ from typing import Any
 from chaos.check.verdict import EXIT_CODES
 from chaos.names import id_part
 
-# What a cell may be expected to give (an error never is); skipped: the scenario's REQUIRES refuses the contract.
-VERDICTS = ("pass", "fail", "inconclusive", "skipped")
+# What a cell may expect: skipped (the scenario's REQUIRES refuses the contract), error (the target's,
+# with harness_error)
+VERDICTS = ("pass", "fail", "inconclusive", "skipped", "error")
 
 
 def _number(value: object) -> bool:
@@ -63,6 +64,9 @@ class Cell:
     # Why this variant's answer stands for the plain target's on the scenario (which then gets no pass cell):
     # a setting the answer needs to be the same on every machine, such as a longer lease.
     instead_of_default: str | None = None
+    # For a broken variant whose workers break the probe protocol (verdict "error"): a text the verdict's
+    # error must contain, naming what the target did wrong (a harness error of the target, not the suite's).
+    harness_error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The fields that differ from their defaults, in JSON's types."""

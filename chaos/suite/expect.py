@@ -6,7 +6,9 @@ A cell's status in the suite:
 - `fail`: it did not (another verdict, or the right verdict without what the cell says it shows);
 - `inconclusive`: the run proved nothing (a fault never exercised, no job judged) where that was not the
   answer: the suite cannot say whether the queue keeps its promise;
-- `error`: the harness, the target's code or the run itself broke (no verdict, or an `error` verdict);
+- `error`: the harness, the target's code or the run itself broke (no verdict, or an `error` verdict),
+  unless the cell expects that error (`verdict = "error"`, a variant that breaks the probe protocol:
+  then it is `pass` when the error says the cell's `harness_error`, else `fail`);
 - `xfail`: the one deviation a cell forgives: no recovery at all where it names a known bug of the server
   (`server_bug`), otherwise its known answer exactly;
 - `skipped`: the cell's known answer is that the scenario cannot run against the variant's contract (its
@@ -46,6 +48,8 @@ def judge_cell(cell: Cell, verdict: dict[str, Any] | None, exit_code: int, outpu
     got = verdict.get("verdict")
     if got == "error" or exit_code in (2, 3):
         error = str(verdict.get("error") or "").strip().splitlines()
+        if cell.verdict == "error":
+            return _expected_error(cell, "\n".join(error), exit_code)
         return Outcome("error", [f"harness error (exit code {exit_code}): {error[0] if error else 'no detail'}"])
     if got == "inconclusive" and cell.verdict != "inconclusive":
         if cell.server_bug and not (verdict.get("recovery") or {}).get("jobs") and any(
@@ -72,6 +76,18 @@ def _unrecovered_forgiven(verdict: dict[str, Any], exit_code: int) -> tuple[dict
     if kept:
         return dict(verdict, violations=kept), exit_code
     return dict(verdict, violations=[], verdict="pass"), 0
+
+
+def _expected_error(cell: Cell, error: str, exit_code: int) -> Outcome:
+    """A broken variant whose workers break the probe protocol: the run must be the target's harness error
+    (exit 3) whose message names what it did wrong (`harness_error`)."""
+    reasons = []
+    if exit_code != cell.exit_code:
+        reasons.append(f"expected ERROR with exit code {cell.exit_code}, got exit code {exit_code}")
+    if cell.harness_error is not None and cell.harness_error not in error:
+        first = error.splitlines()[0] if error else "no detail"
+        reasons.append(f"expected the harness error to say {cell.harness_error!r}, got: {first}")
+    return Outcome("fail" if reasons else "pass", reasons)
 
 
 def judge_run(cell: Cell, verdict: dict[str, Any] | None, exit_code: int, output: str = "",

@@ -14,13 +14,14 @@ known-answer matrix (targets/known_answers.toml):
     scenarios = ["kill_after_effect_before_ack"]   # or scenario = "...", or scenarios = "all"
     params = { mode = "x" }      # -p (a table, or a list of "key=value"); contract (-c), scenario_params (-s)
     warmup = true                # -s warmup=true for each of its scenarios that takes it (default: false)
-    verdict = "fail"             # pass (the default) | fail | inconclusive | skipped
+    verdict = "fail"             # pass (the default) | fail | inconclusive | skipped | error (+ harness_error)
     violation = "stuck"          # the violation a failing cell must name, with its witness
 
 A file (for its cells) or a cell may say where it runs: `backend = "docker"` (the provider, --backend)
 and `worker_image = "queue-chaos/python"` (--worker-image). A cell may also state `counts`,
 `max_recovery_s`, `min_recovery_s`, `witness_order`, `anomalies`,
-`rule` and `server_bug` (chaos.suite.expect says what each checks). A cell of a variant may say
+`rule`, `server_bug` and, for an expected `error`, `harness_error` (chaos.suite.expect says what each
+checks). A cell of a variant may say
 `instead_of_default = "why"`: its answer stands for the plain target's on that scenario (no pass cell is
 made for the pair), for a setting the answer needs on every machine. Everything is checked when the file
 is read: a mistake is one paragraph naming the file and the cell, before anything runs. A suite has
@@ -49,6 +50,7 @@ SUITE_KEYS = {"seeds", "repeat", "correct", "cell", "include", *SETTINGS}
 CELL_KEYS = {*SETTINGS, "target", "scenario", "scenarios", "params", "contract", "scenario_params", "warmup",
              "verdict", "violation",
              "counts", "max_recovery_s", "min_recovery_s", "witness_order", "anomalies", "rule", "server_bug",
+             "harness_error",
              "instead_of_default"}
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 MAX_RUNS = 100_000  # planned runs of one suite (cells x seeds x repeat): days of runs, far past any real one
@@ -275,7 +277,8 @@ def _cell(entry: dict[str, Any], where: str) -> list[Cell]:
                      None if entry.get("anomalies") is None else _strings(entry["anomalies"]),
                      _optional_float(entry, "min_recovery_s"), _optional_str(entry, "server_bug"),
                      backend=_optional_str(entry, "backend"), worker_image=_optional_str(entry, "worker_image"),
-                     instead_of_default=_optional_str(entry, "instead_of_default"))
+                     instead_of_default=_optional_str(entry, "instead_of_default"),
+                     harness_error=_optional_str(entry, "harness_error"))
                 for scenario in _scenarios(entry)
                 if entry.get("scenarios") != "all" or runnable(target, scenario, entry.get("backend"),
                                                                entry.get("worker_image"))]

@@ -229,6 +229,7 @@ def extender(hb_db: LeaseDb, cfg: WorkerSettings, job: str, token: str) -> Heart
 def process(db: LeaseDb, cfg: WorkerSettings, stop: threading.Event, heartbeat: Heartbeat | Sidecar,
             job: str, payload: dict[str, Any], token: str, attempt: int) -> None:
     mode, watchdog = cfg.param("heartbeat"), cfg.param("watchdog") == "on"
+    ended = token if cfg.param("report_token") == "claim" else f"wrong-{token}"  # what its abandon and ack report
     lost = heartbeat.lost
     if mode == "thread":
         heartbeat.start()
@@ -239,20 +240,20 @@ def process(db: LeaseDb, cfg: WorkerSettings, stop: threading.Event, heartbeat: 
             finished = run_handler(payload, lost if watchdog else None)
         except JobFailed as exc:
             heartbeat.stop()
-            probe.abandon(job, token, reason="handler failed")  # before the update that frees the job
+            probe.abandon(job, ended, reason="handler failed")  # before the update that frees the job
             fail = FAIL.replace("{past}", DEAD_PAST[cfg.param("attempts")])
             args = {"job": job, "token": token, "max_attempts": cfg.max_attempts}
             rows, _ = retrying(lambda: db.run(fail, args), TRANSIENT, stop)
             log(f"{job} failed ({exc}); requeued or dead-lettered: {rows == 1}")
             return
         if watchdog and not (finished and checkpoint(db, heartbeat, mode, job, token, stop)):
-            probe.abandon(job, token)
+            probe.abandon(job, ended)
             log(f"{job}: lease lost, handler stopped before its effect")
             return
         probe.effect(job, token, fence=attempt)  # the claim count fences a stale owner's effect
     finally:
         heartbeat.stop()
-    probe.ack(job, token, acknowledge(db, cfg, job, token, stop))
+    probe.ack(job, ended, acknowledge(db, cfg, job, token, stop))
 
 
 def acknowledge(db: LeaseDb, cfg: WorkerSettings, job: str, token: str, stop: threading.Event) -> bool | None:

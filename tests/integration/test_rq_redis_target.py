@@ -47,8 +47,8 @@ def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
     # answered from the job's status in Redis that the completion took effect.
     assert "acked job-0001 with ok null, and the control says the queue took the completion" in result.stdout
     ledger = read_events(result.dir / "ledger.sqlite")
-    (ack,) = [e for e in ledger if e.kind == events.PROBE_ACK]
-    (answer,) = [e for e in ledger if e.kind == events.COMPLETION]
+    (ack,) = [e for e in ledger if e.kind == events.PROBE_ACK and e.job == "job-0001"]  # the fault-free job
+    (answer,) = [e for e in ledger if e.kind == events.COMPLETION and e.job == "job-0001"]
     assert ack.data["ok"] is None and answer.seq > ack.seq and answer.data["outcome"] == "accepted"
 
 

@@ -29,7 +29,8 @@ def test_a_new_target_of_every_kind_passes_its_check(tmp_path: Path, kind: str) 
     assert result.code == 0, result.stdout + result.stderr
     assert "every seam held" in result.stdout
     for seam in ("claimed job-0001", "while w1 held job-0001", "reported the job's effect", "the queue accepted it",
-                 "verdict is pass"):
+                 "the verdict on the fault-free job-0001: completed", "after w1 was SIGKILLed holding job-0002",
+                 "carried its claim's token", "gave up the failing job-0003"):
         assert seam in result.stdout, result.stdout
 
 

@@ -179,6 +179,20 @@ def test_no_verdict_an_error_verdict_and_an_unexpected_inconclusive_are_not_answ
         "inconclusive", ["inconclusive: fault f1 not exercised"])
 
 
+WRONG_TOKEN = Cell("pg_lease", "no_faults", "error", params=("report_token=wrong",), harness_error="match no execution")
+
+
+def test_a_variant_expected_to_be_the_targets_harness_error_passes_on_that_error() -> None:
+    error = "the target's workers reported probes that match no execution: ack of job-0001 by w1 ..."
+    assert judge_cell(WRONG_TOKEN, verdict("error", error=error), 3) == Outcome("pass", [])
+
+
+def test_near_miss_another_error_or_no_error_is_not_the_expected_one() -> None:
+    other = judge_cell(WRONG_TOKEN, verdict("error", error="HarnessError: the sink died"), 3)
+    assert other.status == "fail" and "expected the harness error to say 'match no execution'" in other.reasons[0]
+    assert judge_cell(WRONG_TOKEN, verdict("pass"), 0).reasons[0] == "expected ERROR, got PASS (exit code 0)"
+
+
 def test_counts_and_recovery_bounds_are_checked() -> None:
     cell = Cell("t", "s", counts={"lost": 0}, max_recovery_s=2.0)
     ok = verdict(counts={"lost": 0}, recovery={"jobs": {"a": 1.0}, "max_s": 1.0, "min_s": 1.0})
@@ -438,11 +452,11 @@ def test_shards_dealt_by_other_durations_are_refused_naming_the_runs_none_ran(tm
 
 def test_a_cell_reads_back_from_its_json_or_is_refused() -> None:
     every = Cell("t", "s", "fail", "stuck", ("a=1",), 2.0, {"lost": 0}, ("claim", "kill"), ("lease_s=3",), "rule",
-                 ("n=2",), ("stale_ack_accepted",), 1.0, "bug", False, "docker", "image", "why")
+                 ("n=2",), ("stale_ack_accepted",), 1.0, "bug", False, "docker", "image", "why", "no execution")
     assert Cell.from_json(json.loads(json.dumps(every.to_json()))) == every
     assert Cell("t", "s").to_json() == {"target": "t", "scenario": "s"}
     for bad, phrase in [({"target": "t", "scenario": "s", "counts": {"lost": "0"}}, "not a table of whole numbers"),
-                        ({"target": "t", "scenario": "s", "verdict": "error"}, "expects the verdict 'error'"),
+                        ({"target": "t", "scenario": "s", "verdict": "crash"}, "expects the verdict 'crash'"),
                         ({"target": "t"}, "expected target, scenario"), ([], "not a table"),
                         ({"target": "t", "scenario": "s", "max_recovery_s": True}, "not a number or null")]:
         with pytest.raises(ValueError, match=re.escape(phrase)):
