@@ -21,6 +21,7 @@ from typing import Any
 from chaos import events
 
 _local = threading.local()
+_ready_pid: int | None = None  # the process that sent `ready` (a forked child sends its own)
 
 
 class ProbeError(RuntimeError):
@@ -100,9 +101,12 @@ def _connection() -> _Connection:
     return conn
 
 
-def send(point: str, job: str, **fields: Any) -> dict[str, Any]:
-    """POST one probe over this thread's keep-alive connection and return the sink's answer."""
-    body = dict(fields, job=job, worker=os.environ.get(events.ENV_WORKER_ID, ""), pid=os.getpid(), clock=time.time())
+def send(point: str, job: str | None, **fields: Any) -> dict[str, Any]:
+    """POST one probe over this thread's keep-alive connection and return the sink's answer (`job` None:
+    a worker point such as `ready`, of no job)."""
+    body = dict(fields, worker=os.environ.get(events.ENV_WORKER_ID, ""), pid=os.getpid(), clock=time.time())
+    if job is not None:
+        body["job"] = job
     body.setdefault("sent", time.monotonic())  # a caller that learned of the claim earlier may pass that time
     conn = _connection()
     try:
@@ -158,3 +162,14 @@ def abandon(job: str, token: str, reason: str = "lost") -> dict[str, Any]:
     """Give the job up; send it before the queue can hand the job to another worker (a requeue after a
     failure), so the ledger never shows another claim while this execution still looks alive."""
     return send(events.ABANDON, job, token=token, reason=reason)
+
+
+def ready() -> None:
+    """The worker has started and polled the queue once, finding nothing to take: it is idle. Call it after
+    each empty fetch (where a library hides its fetch, at the library's own signal that its consumer is
+    running): only a process's first call sends the probe. `-s warmup=true` enqueues a scenario's jobs
+    only once every worker sent it."""
+    global _ready_pid
+    if _ready_pid != os.getpid():
+        send(events.READY, None)
+        _ready_pid = os.getpid()
