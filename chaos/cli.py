@@ -35,7 +35,7 @@ from chaos.runtime import exit_owner, last_resort
 from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.run import RunOptions, run_scenario
 from chaos.runtime.sink import SINK_MODES
-from chaos.scenario import load_scenario
+from chaos.scenario import SHARED_PARAMS, load_scenario
 from chaos.suite.command import SuiteOptions, run_suite
 from chaos.suite.merge import merge
 from chaos.suite.report import markdown
@@ -335,6 +335,8 @@ def _list() -> int:
         doc = scenario.doc.splitlines()
         choices = " ".join(f"{k}={'|'.join(v)}" for k, v in scenario.params.items())
         lines.append(f"  {name:<38} {doc[0] if doc else ''}" + (f" [-s {choices}]" if choices else ""))
+    shared = " ".join(f"{k}={'|'.join(v)}" for k, v in SHARED_PARAMS.items())
+    lines.append(f"  (every scenario also takes -s {shared}, unless it declares its own)")
     _say("\n".join(lines))
     if broken:
         _say(f"chaos: {broken} target(s) or scenario(s) above do not load; each says why.", sys.stderr)

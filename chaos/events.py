@@ -15,6 +15,10 @@ from typing import Any, NamedTuple
 
 POINTS = ("claim", "effect", "heartbeat", "ack", "abandon")
 CLAIM, EFFECT, HEARTBEAT, ACK, ABANDON = POINTS
+# A worker's own points, of no job: `ready` says it has started and polled the queue once with nothing to
+# take (a scenario's `-s warmup=true` enqueues only once every worker said so). Gates never hold them.
+READY = "ready"
+WORKER_POINTS = (READY,)
 TOKEN_HEADER = "X-Chaos-Token"
 PROBE_PATH = "/probe/"
 
@@ -55,6 +59,7 @@ DRAINED, DRAIN_TIMEOUT = "drained", "drain.timeout"
 PROBE_PREFIX = "probe."
 PROBE_CLAIM, PROBE_EFFECT, PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON = (PROBE_PREFIX + p for p in POINTS)
 PROBE_DROPPED, PROBE_REFUSED = "probe.dropped", "probe.refused"
+PROBE_READY = PROBE_PREFIX + READY
 GATE_ARMED, GATE_MATCHED, GATE_RELEASED = "gate.armed", "gate.matched", "gate.released"
 FAULT, FAULT_APPLIED, FAULT_HEALED = "fault", "fault.applied", "fault.healed"
 FAULT_WAIVED = "fault.waived"  # a fault kind the scenario declares but does not need against this target
@@ -77,9 +82,19 @@ OBSERVER_START = "observer.start"  # a target's observer installed: what it is a
 # queue completed the job, by this execution's ack or another's (it does not record whose).
 COMPLETION = "control.completion"
 COMPLETIONS = ("accepted", "refused", "done", "unknown")
+# Where a piece of completion evidence comes from (an ack probe's and a control answer's `source`):
+# "worker", the worker's report of what the queue answered its ack (an ack probe that names no source);
+# "broker", the broker's own answer to the ack as the worker read it (the ack call returned or raised);
+# "queue", the queue's record of which execution completed the job (a row's completing token, a stream's
+# pending entry; a control answer that names no source); "result-store", a result backend, which stores a
+# task's return value whoever acked it: it proves the task ran to completion, never that its ack was taken.
+# Only ACK_SOURCES decide whether an ack was accepted or refused.
+SOURCES = ("worker", "broker", "queue", "result-store")
+ACK_SOURCES = ("worker", "broker", "queue")
+WORKER_REPORT, QUEUE_RECORD = "worker", "queue"  # what an ack probe, a control answer, says when it names none
 KINDS = frozenset({
     RUN_START, RUN_END, ENQUEUE, SNAPSHOT, SNAPSHOT_TAKEN, DRAINED, DRAIN_TIMEOUT, PROBE_CLAIM, PROBE_EFFECT,
-    PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
+    PROBE_HEARTBEAT, PROBE_ACK, PROBE_ABANDON, PROBE_READY, PROBE_DROPPED, PROBE_REFUSED, GATE_ARMED, GATE_MATCHED,
     GATE_RELEASED, FAULT, FAULT_APPLIED, FAULT_HEALED, PROCESS_START, PROCESS_EXIT, CONTAINMENT, BACKEND_START,
     BACKEND_RESTART, BACKEND_EXIT, NETWORK_START, NETWORK_CUT, NETWORK_HELD,
     BACKEND_PREPARE, NETWORK_PROXY, FAULT_WAIVED, OBSERVER_START, COMPLETION, *QUEUE_KINDS,
@@ -154,8 +169,9 @@ def drain_timeout(timeout_s: float, error: str, workers_exited: bool = False) ->
     return Record(DRAIN_TIMEOUT, CONTROLLER, None, None, data)
 
 
-def probe(point: str, job: str, worker: str | None, data: dict[str, Any]) -> Record:
-    """A worker's probe as the sink commits it: every field it sent but job and worker, in data."""
+def probe(point: str, job: str | None, worker: str | None, data: dict[str, Any]) -> Record:
+    """A worker's probe as the sink commits it: every field it sent but job and worker, in data (a worker
+    point such as `ready` has no job)."""
     return Record(PROBE_PREFIX + point, SINK, job, worker, data)
 
 
@@ -171,9 +187,10 @@ def queue_record(kind: str, job: str, actor: str | None, data: dict[str, Any]) -
     return Record(kind, OBSERVER, job, actor, data)
 
 
-def completion(job: str, worker: str | None, token: str, outcome: str) -> Record:
-    """The control's word on the completion of `job` by `worker`'s execution `token` (one of COMPLETIONS)."""
-    return Record(COMPLETION, CONTROLLER, job, worker, {"token": token, "outcome": outcome})
+def completion(job: str, worker: str | None, token: str, outcome: str, source: str = QUEUE_RECORD) -> Record:
+    """The control's word on the completion of `job` by `worker`'s execution `token` (one of COMPLETIONS),
+    and what it read to say so (one of SOURCES)."""
+    return Record(COMPLETION, CONTROLLER, job, worker, {"token": token, "outcome": outcome, "source": source})
 
 
 def probe_dropped(point: str, job: str, worker: str | None, fields: dict[str, Any], reason: str) -> Record:

@@ -21,6 +21,12 @@ from chaos.names import check_name
 from chaos.target import Job, JobState
 from chaos.usercode import load_module
 
+# Parameters every scenario takes (`-s`), besides its own PARAMS; a scenario's own declaration of the same
+# name wins (one about start-up declares warmup = ("false",): warming its workers would defeat it).
+SHARED_PARAMS: dict[str, tuple[str, ...]] = {
+    "warmup": ("false", "true"),  # true: enqueue only once the first workers polled once and are idle
+}
+
 
 def _lease(contract: Contract) -> str | None:
     """Why `contract` gives ownership no deadline ("lease"), or None where it does."""
@@ -104,13 +110,20 @@ class Context(Protocol):
         """Whether the target runs a reconciler process (started before the scenario, named "reconciler")."""
 
     def enqueue(self, count: int, *, handler_s: float = 0.0, fail: bool = False) -> list[str]:
-        """Enqueue `count` jobs (job-0001, ...) whose handler runs `handler_s` and fails every time if `fail`."""
+        """Enqueue `count` jobs (job-0001, ...) whose handler runs `handler_s` and fails every time if `fail`.
+        Under `-s warmup=true` the first jobs wait for the first workers (see `start_workers`)."""
 
     def enqueue_jobs(self, jobs: list[Job]) -> list[str]: ...
 
     def start_worker(self, name: str | None = None, *, clock_offset_s: float | None = None) -> str:
         """Start a worker (w1, w2, ... unless named); with `clock_offset_s` its wall clock is shifted (a
-        `clock` fault). Returns its name."""
+        `clock` fault). Returns its name. Under `-s warmup=true`, see `start_workers`."""
+
+    def start_workers(self, count: int, *, clock_offset_s: float | None = None) -> list[str]:
+        """Start `count` workers at once (their names). Under `-s warmup=true` the jobs enqueued so far are
+        held, and enqueued only once every worker started so far has polled the queue once and is idle (its
+        `ready` probe); so a scenario starts its first workers with one call, not one call each (a job
+        would otherwise be enqueued once the first is warm, while the next still starts)."""
 
     def arm(self, spec: str, *, job: str | None = None, worker: str | None = None, nth: int = 1) -> Gate:
         """Arm a gate such as "after:effect": the nth probe passing its filters (counting those other gates
@@ -247,13 +260,20 @@ class Scenario:
         reasons = [reason for need in self.requires if (reason := REQUIREMENTS[need][0](contract)) is not None]
         return f"scenario {self.name} is skipped: " + "; and ".join(reasons) if reasons else None
 
+    @property
+    def all_params(self) -> dict[str, tuple[str, ...]]:
+        """Its own PARAMS and the shared ones (SHARED_PARAMS) it does not redeclare."""
+        return {**SHARED_PARAMS, **self.params}
+
     def with_params(self, overrides: dict[str, str]) -> dict[str, str]:
-        """Its parameters, with `-s key=value` overrides checked against the declared choices."""
-        chosen = {name: choices[0] for name, choices in self.params.items()}
+        """Its parameters (its own and the shared ones), with `-s key=value` overrides checked against the
+        declared choices."""
+        params = self.all_params
+        chosen = {name: choices[0] for name, choices in params.items()}
         for key, value in overrides.items():
-            choices = self.params.get(key)
+            choices = params.get(key)
             if choices is None:
-                known = ", ".join(sorted(self.params)) or "none"
+                known = ", ".join(sorted(params))
                 raise ConfigError(f"Scenario {self.name} has no parameter {key!r}; its parameters are: {known}.")
             if value not in choices:
                 raise ConfigError(f"Scenario {self.name}: parameter {key}={value!r} is not one of "

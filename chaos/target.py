@@ -124,14 +124,18 @@ class Control(Protocol):
     def snapshot(self) -> list[JobState]:
         """Every job as the queue itself sees it: pending, claimed (by whom), done, dead, or absent."""
 
-    def completion(self, job: str, token: str) -> str:
+    def completion(self, job: str, token: str) -> str | tuple[str, str]:
         """Whether the queue took the completion of `job` by the execution that claimed it with `token`:
         "accepted", "refused" (it was no longer that execution's to complete), "done" (the queue completed
         the job, but does not record whether by this execution's ack or another's: the job counts as
         completed, the ack as neither accepted nor refused) or "unknown". Asked for each ack a worker
         reported with ok null (a library that completes jobs itself, out of the handler's sight), while the
         run drains and before its final snapshot. A queue that keeps no record of which execution completed
-        a job answers "unknown" (`KeepsNoCompletions`)."""
+        a job answers "unknown" (`KeepsNoCompletions`).
+
+        An outcome alone is read from the queue's record of whose ack completed the job; `(outcome, source)`
+        names what the control read (`events.SOURCES`): "result-store" for a result backend, whose
+        "accepted" proves the execution ran to completion, and no ack (it stores a stale owner's result too)."""
 
     def close(self) -> None: ...
 
@@ -143,7 +147,7 @@ class KeepsNoCompletions:
     """For a control whose queue keeps no record of which execution completed a job: the workers' acks
     say what they can, and the control answers every question about one "unknown"."""
 
-    def completion(self, job: str, token: str) -> str:
+    def completion(self, job: str, token: str) -> str | tuple[str, str]:
         return "unknown"
 
 

@@ -17,6 +17,5 @@ JOBS = 60
 
 def run(ctx: Context) -> None:
     ctx.enqueue(JOBS)
-    for _ in range(WORKERS):
-        ctx.start_worker()
+    ctx.start_workers(WORKERS)
     ctx.wait_drained(ctx.recovery_deadline(margin_s=20.0))

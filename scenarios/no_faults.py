@@ -16,6 +16,5 @@ JOBS = 12
 
 def run(ctx: Context) -> None:
     ctx.enqueue(JOBS)
-    ctx.start_worker()
-    ctx.start_worker()
+    ctx.start_workers(2)
     ctx.wait_drained(ctx.recovery_deadline(margin_s=10.0))

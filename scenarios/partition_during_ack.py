@@ -19,8 +19,7 @@ FAULTS = ("partition",)
 def run(ctx: Context) -> None:
     (victim,) = ctx.enqueue(1)
     gate = ctx.arm("after:effect", job=victim)
-    ctx.start_worker()
-    ctx.start_worker()
+    ctx.start_workers(2)
     held = ctx.wait(gate)
     ctx.partition_until(held.worker, ctx.probe_of("claim", victim, not_worker=held.worker), ctx.recovery_deadline(),
                         mode="blackhole", gate=gate, premise=ctx.leased)

@@ -25,8 +25,7 @@ def run(ctx: Context) -> None:
     handler_s = ctx.long_handler_s()
     (victim,) = ctx.enqueue(1, handler_s=handler_s)
     gate = ctx.arm("after:claim", job=victim)
-    ctx.start_worker()
-    ctx.start_worker()
+    ctx.start_workers(2)
     held = ctx.wait(gate)
     ctx.partition_until(held.worker, ctx.probe_of("claim", victim, not_worker=held.worker), ctx.recovery_deadline(),
                         mode=ctx.param("mode"), gate=gate, premise=ctx.leased)

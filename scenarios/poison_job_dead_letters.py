@@ -16,6 +16,5 @@ HEALTHY_JOBS = 5
 def run(ctx: Context) -> None:
     ctx.enqueue(1, fail=True)
     ctx.enqueue(HEALTHY_JOBS)
-    ctx.start_worker()
-    ctx.start_worker()
+    ctx.start_workers(2)
     ctx.wait_drained(ctx.recovery_deadline(margin_s=8.0))

@@ -20,8 +20,7 @@ def run(ctx: Context) -> None:
     victim = ctx.rng.choice(jobs)
     effect_gate = ctx.arm("after:effect", job=victim)
     reclaim_gate = ctx.arm("after:claim", job=victim, nth=2)
-    ctx.start_worker()
-    ctx.start_worker()
+    ctx.start_workers(2)
     ctx.kill_held(effect_gate)
     if ctx.has_reconciler:
         ctx.restart("reconciler")

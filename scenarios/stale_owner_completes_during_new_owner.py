@@ -24,8 +24,7 @@ def run(ctx: Context) -> None:
     (victim,) = ctx.enqueue(1)
     first = ctx.arm("after:claim", job=victim)
     second = ctx.arm("after:claim", job=victim, nth=2)  # nth counts the first claim too
-    ctx.start_worker()
-    ctx.start_worker()
+    ctx.start_workers(2)
     held = ctx.wait(first)
     ctx.stop_until(held.worker, ctx.probe_of("claim", victim, not_worker=held.worker), ctx.recovery_deadline(),
                    gate=first)

@@ -19,8 +19,7 @@ def run(ctx: Context) -> None:
     jobs = ctx.enqueue(JOBS)
     victim = ctx.rng.choice(jobs)
     gate = ctx.arm("after:effect", job=victim)
-    ctx.start_worker()
-    ctx.start_worker()
+    ctx.start_workers(2)
     held = ctx.wait(gate)
     ctx.stop_until(held.worker, ctx.probe_of("claim", victim, not_worker=held.worker), ctx.recovery_deadline(),
                    gate=gate, premise=ctx.leased)

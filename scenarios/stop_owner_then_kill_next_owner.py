@@ -24,8 +24,7 @@ def run(ctx: Context) -> None:
     first = ctx.arm("after:claim", job=victim)
     leased = ctx.contract.lease_s is not None
     second = ctx.arm("after:claim", job=victim, nth=2) if leased else None  # nth counts the first claim too
-    ctx.start_worker()
-    ctx.start_worker()
+    ctx.start_workers(2)
     held = ctx.wait(first)
     ctx.stop_until(held.worker, ctx.probe_of("claim", victim, not_worker=held.worker), ctx.recovery_deadline(),
                    gate=first, premise=ctx.leased)

@@ -20,8 +20,7 @@ def run(ctx: Context) -> None:
     jobs = ctx.enqueue(JOBS)
     victim = ctx.rng.choice(jobs)
     gate = ctx.arm("after:claim", job=victim)
-    ctx.start_worker()
-    ctx.start_worker()
+    ctx.start_workers(2)
     held = ctx.wait(gate)
     owner = held.worker
     ctx.stop_until(owner, ctx.probe_of("claim", victim, not_worker=owner), ctx.recovery_deadline(), gate=gate,

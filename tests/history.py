@@ -77,8 +77,14 @@ class History:
         return self.probe(events.HEARTBEAT, job, worker, token, dt=dt, ok=ok)
 
     def ack(self, job: str, worker: str, token: str | None = None, *, ok: bool | None = True,
-            dt: float = 0.01) -> History:
-        return self.probe(events.ACK, job, worker, token, dt=dt, ok=ok)
+            dt: float = 0.01, source: str | None = None) -> History:
+        """`source`: what the ok is the word of (events.SOURCES); absent, the worker's report."""
+        return self.probe(events.ACK, job, worker, token, dt=dt, ok=ok, **({"source": source} if source else {}))
+
+    def answer(self, job: str, worker: str, token: str, outcome: str, source: str = events.QUEUE_RECORD, *,
+               dt: float = 0.01) -> History:
+        """The control's answer on an ack reported with ok null (`Control.completion`), read from `source`."""
+        return self.record(events.completion(job, worker, token, outcome, source), dt=dt)
 
     def abandon(self, job: str, worker: str, token: str | None = None, *, reason: str | None = None,
                 dt: float = 0.01) -> History:

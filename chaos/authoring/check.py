@@ -30,6 +30,7 @@ from typing import Any
 
 from chaos import events
 from chaos.authoring import fault_paths
+from chaos.check.control_answers import source_of
 from chaos.check.verdict import Verdict
 from chaos.errors import HarnessError
 from chaos.events import Event
@@ -242,7 +243,9 @@ def _judge_worker(report: CheckReport, ledger: list[Event]) -> None:
         problem(f"The ack probe for {JOB} says ok={acks[-1].data.get('ok')!r}: in a fault-free run the queue should "
                 "accept the ack; ok must be what the queue answered (True for a completion that took effect).")
     elif acks[-1].data.get("ok") is True:
-        ok(f"{WORKER} acked {JOB} and the queue accepted it")
+        source = source_of(acks[-1])
+        ok(f"{WORKER} acked {JOB} and the queue accepted it" + ("" if source == events.WORKER_REPORT else
+                                                                f" (by the word of: {source})"))
 
 
 def _judge_claimed(report: CheckReport, state: str, shows_deliveries: bool) -> None:

@@ -21,7 +21,8 @@ HEADER = """\
 #   worker.py   your worker. It reports each point of a job's life through chaos.probe: claim (it owns
 #               the job), effect (the side effect that must not be lost or doubled), heartbeat (a lease
 #               extension and whether it held), ack (completion and whether the queue accepted it) and
-#               abandon (it gave up a job it no longer owns). `worker` below may be any command: the
+#               abandon (it gave up a job it no longer owns); and once, ready (its first poll found
+#               nothing: -s warmup=true waits for it). `worker` below may be any command: the
 #               placeholders {{python}} {{target_dir}} {{worker}} {{endpoint_url}} {{namespace}} {{param:NAME}} are
 #               filled in per process; a worker in another language speaks docs/probe-protocol.md.
 #   control.py  runs in the suite: creates the queue, enqueues the suite's jobs (the job id travels in

@@ -17,7 +17,7 @@ from http import HTTPStatus
 from typing import Any
 
 from chaos import events
-from chaos.check.control_answers import answered, done
+from chaos.check.control_answers import Answer, Key, answered, done, source_of
 from chaos.check.fault_reports import fault_reports, recovery_summary, unmet_premises
 from chaos.check.history import JobHistory, RunHistory
 from chaos.check.judgement import judge_job, lost_since, unproven_note, unsettled_for
@@ -79,6 +79,7 @@ def _check(ledger: Sequence[Event], contract: Contract | None) -> Verdict:
     source = evidence(covers)
     if (answers or completed_by_some) and source["completions"] == "probes":
         source["completions"] = "probes and control"  # acks reported with ok null, judged by the control's word
+    source["acks"] = _ack_sources(ledger, answers, source["completions"] == "queue")
     if covers:
         violations, anomalies = _from_the_queues_record(ledger, contract, covers, violations, anomalies)
     faults = fault_reports(run)
@@ -121,6 +122,16 @@ def _from_the_queues_record(ledger: Sequence[Event], contract: Contract, covers:
                                             "shows no completion from a stale owner"})
     return (violations + [v for v in from_record if v.job not in by_probes],
             anomalies + [a for a in record_anomalies if a["kind"] != STALE or a["job"] not in by_probes])
+
+
+def _ack_sources(ledger: Sequence[Event], answers: dict[Key, Answer], recorded: bool) -> str:
+    """Which sources decided whether acks were accepted (the workers' reports, the broker's answers as the
+    workers read them, the queue's record: an observer's, or the control's answers from it), or none: a run
+    whose acks only a result store vouched for proves its jobs completed, and no ack accepted or refused."""
+    found = {source for source in (source_of(e) for e in ledger if e.kind == events.PROBE_ACK
+                                   and e.data.get("ok") is not None) if source in events.ACK_SOURCES}
+    found |= {source for _, source in answers.values()} | ({events.QUEUE_RECORD} if recorded else set())
+    return ", ".join(sorted(found)) or "none"
 
 
 def _emulated(ledger: Sequence[Event]) -> list[str]:

@@ -231,9 +231,11 @@ class RunHistory:
     # its order is the queue's order of commits, its journal time an upper bound of the commit's
     committed: dict[tuple[str, str, str], Event] = field(default_factory=dict)
     # (job, worker, token) -> the control's answer on an ack its worker reported with ok null
-    # (`chaos.check.control_answers`): True where the queue took that completion
-    answered: dict[tuple[str, str | None, str], bool] = field(default_factory=dict)
-    # the acks about which the control answered that the queue completed their job, by whose ack unknown
+    # (`chaos.check.control_answers`), from a source that decides acks: (True where the queue took that
+    # completion, the source)
+    answered: dict[tuple[str, str | None, str], tuple[bool, str]] = field(default_factory=dict)
+    # the acks about which the control answered that their job completed, the ack undecided (the queue does
+    # not record by whose ack, or only a result store answered)
     done: set[tuple[str, str | None, str]] = field(default_factory=set)
 
     def job(self, job: str) -> JobHistory:

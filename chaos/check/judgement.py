@@ -103,7 +103,8 @@ def judge_job(history: JobHistory, contract: Contract,
             continue  # the lease did what it is for: the overlap rules judge what the two owners then did
         if _allowed(finding.kind, contract):
             allowed.append({"kind": finding.kind, "job": history.job, "exposure_s": _round(finding.exposure_s),
-                            "message": f"{finding.message} ({_allowed_by(finding.kind, contract)})"})
+                            "message": f"{finding.message} ({_allowed_by(finding.kind, contract)})",
+                            **({"source": finding.detail["source"]} if "source" in finding.detail else {})})
         else:
             found.append(violation(finding.kind, f"{finding.message}{_forbidden_by(finding.kind, contract)}",
                                    finding.detail))

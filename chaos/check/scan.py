@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from chaos import events
+from chaos.check.control_answers import Answer, evidence_words, source_of
 from chaos.check.history import (
     GLOBAL,
     Execution,
@@ -78,13 +79,14 @@ _CONTEXT = ("process.", "fault.", "backend.", "network.")  # process, backend an
 
 def scan(ledger: Iterable[Event], gap_floor: float = 0.0, worker_leases: bool = False,
          committed: dict[tuple[str, str, str], Event] | None = None,
-         answered: dict[tuple[str, str | None, str], bool] | None = None,
+         answered: dict[tuple[str, str | None, str], Answer] | None = None,
          done: set[tuple[str, str | None, str]] | None = None) -> RunHistory:
     """The run's history; job events (the bulk of a ledger) take the shortest path through the loop.
     Heartbeat gaps up to `gap_floor` are not kept (the contract's lease: shorter ones break no rule);
     `worker_leases`: a heartbeat extends every job its worker holds (lease_scope = worker); `committed`:
     the queue's record of each claim it names by token; `answered`: the control's word on acks reported
-    with ok null; `done`: those acks whose job the control says the queue completed, by whose ack unknown."""
+    with ok null, from a source that decides acks; `done`: those acks whose job the control says completed,
+    the ack undecided (the queue does not record by whose ack, or a result store holds the execution's result)."""
     run = RunHistory(gap_floor=gap_floor, worker_leases=worker_leases, committed=committed or {},
                      answered=answered or {}, done=done or set())
     jobs = run.jobs
@@ -461,12 +463,18 @@ def _longest_gap(run: RunHistory, execution: Execution, event: Event) -> None:
 
 
 def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
-    if event.data.get("ok") is None and (run.answered or run.done):
+    source = source_of(event)
+    if event.data.get("ok") is not None and source not in events.ACK_SOURCES:
+        # A result store's word: the task ran to completion, which says nothing of whether its ack was taken.
+        history.completion_proven = history.completion_proven or event.data["ok"] is True
+        event = event._replace(data=dict(event.data, ok=None))
+    elif event.data.get("ok") is None and (run.answered or run.done):
         key = (history.job, event.worker, str(event.data.get("token")))
-        ok = run.answered.get(key)
-        if ok is not None:  # the worker could not know; the control said what the queue did
-            event = event._replace(data=dict(event.data, ok=ok, answered_by="control"))
-        elif key in run.done:  # the queue completed the job, by this ack or another's: judged as neither
+        answer = run.answered.get(key)
+        if answer is not None:  # the worker could not know; the control said what the queue did, and from what
+            source = answer[1]
+            event = event._replace(data=dict(event.data, ok=answer[0], answered_by="control", source=source))
+        elif key in run.done:  # the job completed, by this ack or another's: the ack judged as neither
             history.completion_proven = True
     if event.data.get("ok") is True:
         history.completion_proven = True
@@ -482,13 +490,15 @@ def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
         if owner is not None and owner is not execution:
             winner = execution.superseded_by or owner
             exposure = event.mono - winner.claim.mono
+            by_control = event.data.get("answered_by") == "control"
             history.findings.append(Finding(
                 "stale_ack_accepted", event.seq,
                 f"{execution.who()} acknowledged it successfully at {run.at(event)} although {owner.who()} "
                 f"had claimed it since (at {run.at(owner.claim)}): the queue accepted an ack from a claim it "
-                "no longer held", exposure,
+                f"no longer held (the evidence: {evidence_words(source, by_control)})", exposure,
                 {"worker": execution.worker, "token": execution.token, "owner": owner.worker,
-                 "owner_token": owner.token, "exposure_s": round(exposure, 4)}))
+                 "owner_token": owner.token, "exposure_s": round(exposure, 4), "source": source,
+                 **({"answered_by": "control"} if by_control else {})}))
         elif owner is execution:
             if (history.lost is not None and history.lost_owner_at is not None
                     and history.lease_from is not None):  # it came back, nobody had claimed it

@@ -62,7 +62,8 @@ class Verdict:
     refused: list[dict[str, Any]] = field(default_factory=list)
     # Which source judged claims and completions: "queue" (a target observer's record of the queue's own
     # commits), "probes" (the workers' reports alone), or for completions "probes and control" (acks the
-    # workers reported with ok null judged by the target's control's answer, `Control.completion`).
+    # workers reported with ok null judged by the target's control's answer, `Control.completion`); "acks":
+    # the sources that decided whether acks were accepted (`events.ACK_SOURCES`, comma-separated), or none.
     evidence: dict[str, str] = field(default_factory=lambda: {"claims": "probes", "completions": "probes"})
 
     @property

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaos import events
+from chaos.check.control_answers import evidence_words
 from chaos.events import Event
 from chaos.reports.formatting import short
 
@@ -18,7 +19,6 @@ SENTENCES = {  # kind -> its sentence: the entry's {what} (job), {worker} and {a
     events.GATE_ARMED: "Gate {gate} was armed ({spec}) at {at}.",
     events.GATE_MATCHED: "{worker} was held at its {point} of {what} (gate {gate}) at {at}.",
     events.GATE_RELEASED: "Gate {gate} was released at {at}.",
-    events.COMPLETION: "The control answered that {worker}'s completion of {what} was {outcome}, at {at}.",
     events.BACKEND_RESTART: "The server restarted ({mode}, down {down_s} s) at {at}.",
     events.BACKEND_START: "The server started at {at}.",
     events.BACKEND_EXIT: "The server exited ({reason}) at {at}.",
@@ -74,10 +74,16 @@ def _sentence(entry: dict[str, Any], job: str | None, journal: dict[str, Event])
         refused = " and the effect boundary refused it" if data.get("accepted") is False else ""
         return f"{worker} made its effect for {what} at {at}{refused}."
     if kind == events.PROBE_ACK:
-        ok = data.get("ok")
+        source = str(data.get("source") or events.WORKER_REPORT)
+        ok = data.get("ok") if source in events.ACK_SOURCES else None  # a result store decides no ack
         outcome = ("the queue accepted it" if ok is True else "the queue rejected it" if ok is False
                    else "whether the queue took it is unknown")
-        return f"{worker} acknowledged {what} at {at}, and {outcome}."
+        said = "" if source == events.WORKER_REPORT else f" (the evidence: {evidence_words(source)})"
+        return f"{worker} acknowledged {what} at {at}, and {outcome}{said}."
+    if kind == events.COMPLETION:
+        source = str(data.get("source") or events.QUEUE_RECORD)
+        return (f"The control answered that {worker}'s completion of {what} was {data.get('outcome')}, at {at} "
+                f"(read from {evidence_words(source)}).")
     if kind == events.PROBE_ABANDON:
         reason = f" ({data['reason']})" if data.get("reason") else ""
         return f"{worker} abandoned {what} at {at}{reason}."

@@ -141,10 +141,13 @@ def build_run(ledger: Sequence[Event], lease: float | None, worker_leases: bool)
                     span = held[key] = Span(job, worker, key[1], event.mono, [])
                     run.spans.append(span)
                     seen.setdefault(worker)
+                if kind == events.PROBE_ACK and control_answers.source_of(event) not in events.ACK_SOURCES:
+                    event = event._replace(data=dict(event.data, ok=None))  # a result store decides no ack
                 if kind == events.PROBE_ACK and event.data.get("ok") is None and answered:
-                    ok = answered.get((job, worker, str(token)))
-                    if ok is not None:  # drawn as the verdict judged it
-                        event = event._replace(data=dict(event.data, ok=ok, answered_by="control"))
+                    answer = answered.get((job, worker, str(token)))
+                    if answer is not None:  # drawn as the verdict judged it
+                        event = event._replace(data=dict(event.data, ok=answer[0], answered_by="control",
+                                                         source=answer[1]))
                 span.marks.append(event)
                 if run.beats is not None and kind == events.PROBE_HEARTBEAT and event.data.get("ok"):
                     run.beats.setdefault(worker, []).append(event.mono)

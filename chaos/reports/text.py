@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from chaos import events
 from chaos.check.verdict import Verdict
 from chaos.errors import ConfigError
 from chaos.events import Event
@@ -102,6 +103,8 @@ def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
     elif verdict.evidence.get("completions") == "probes and control":
         lines.append("evidence: completions the workers could not vouch for (ack ok null) as the target's control "
                      "answered them (Control.completion)")
+    if verdict.evidence.get("acks") not in (None, events.WORKER_REPORT):
+        lines.append(f"evidence: acks accepted or refused by the word of: {verdict.evidence['acks']}")
     for anomaly in verdict.anomalies:
         lines.append(f"anomaly {anomaly['kind']} {anomaly.get('job') or ''}: {anomaly['message']}")
     for note in verdict.notes:

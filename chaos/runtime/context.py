@@ -22,6 +22,7 @@ from chaos.runtime.gates import Gate as ArmedGate
 from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import ActiveFault, Nemesis
 from chaos.runtime.sink import Sink
+from chaos.runtime.warmup import Warmup
 from chaos.scenario import Condition, Gate, HeldProbe, NetworkFault
 from chaos.target import Control, Job, JobState
 
@@ -45,6 +46,7 @@ class ScenarioContext:
         self._workers = 0
         self._activity = activity  # what the run is doing, for a deadline's message
         self._params = dict(params or {})
+        self.warmup = Warmup(self._params.get("warmup") == "true", ledger.events, self._put, self._alive)
         self._doing("running the scenario")
 
     def param(self, name: str) -> str:
@@ -62,15 +64,42 @@ class ScenarioContext:
         return self.enqueue_jobs(jobs)
 
     def enqueue_jobs(self, jobs: list[Job]) -> list[str]:
+        """Under `-s warmup=true`, jobs enqueued before the first workers are ready are held until they are."""
+        self.jobs += [job.id for job in jobs]
+        if self.warmup.pending:
+            self._doing("waiting for the workers to say they are ready (-s warmup=true)")
+        self.warmup.enqueue(jobs)
+        self._doing("running the scenario")
+        return [job.id for job in jobs]
+
+    def _put(self, jobs: list[Job]) -> None:
         self.control.enqueue(jobs)
         for job in jobs:
             self.ledger.append(events.enqueue(job.id, job.payload()))
-            self.jobs.append(job.id)
-        return [job.id for job in jobs]
 
     # -- processes -------------------------------------------------------------------------------
 
     def start_worker(self, name: str | None = None, *, clock_offset_s: float | None = None) -> str:
+        name = self._start(name, clock_offset_s)
+        self._warm([name])
+        return name
+
+    def start_workers(self, count: int, *, clock_offset_s: float | None = None) -> list[str]:
+        names = [self._start(None, clock_offset_s) for _ in range(count)]
+        self._warm(names)
+        return names
+
+    def _warm(self, names: list[str]) -> None:
+        if self.warmup.pending:
+            self._doing(f"waiting for {', '.join(names)} to say they are ready (-s warmup=true)")
+        self.warmup.started(names)
+        self._doing("running the scenario")
+
+    def _alive(self, name: str) -> bool:
+        process = self.launcher.supervisor.processes.get(name)
+        return process is not None and process.alive
+
+    def _start(self, name: str | None, clock_offset_s: float | None) -> str:
         if name is None:
             self._workers += 1
             name = f"w{self._workers}"

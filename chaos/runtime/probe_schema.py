@@ -30,6 +30,8 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     # The library's own name for this worker (a Celery hostname, a procrastinate worker id), so the queue's
     # record, which names that, is read as the suite's worker.
     "library_id": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    # On an ack: what its ok is the word of (the worker's report of the queue's answer when absent).
+    "source": (lambda v: v in events.SOURCES, "one of " + ", ".join(f'"{s}"' for s in events.SOURCES)),
 }
 _REQUIRED = {events.HEARTBEAT: ("ok",), events.ACK: ("ok",)}
 
@@ -45,9 +47,9 @@ class BadProbe(ValueError):
 
 def parse(point: str, body: bytes) -> dict[str, Any]:
     """The probe's fields, or BadProbe naming the first problem."""
-    if point not in events.POINTS:
+    if point not in events.POINTS and point not in events.WORKER_POINTS:
         raise BadProbe(f"unknown probe point {point[:40]!r}: expected POST {events.PROBE_PATH}<"
-                       f"{'|'.join(events.POINTS)}>", "point")
+                       f"{'|'.join(events.POINTS + events.WORKER_POINTS)}>", "point")
     try:
         probe = json.loads(body, parse_constant=_refuse_constant)
     except RecursionError:
@@ -59,7 +61,7 @@ def parse(point: str, body: bytes) -> dict[str, Any]:
     if _deeper_than(probe, MAX_DEPTH):
         raise BadProbe(f"the JSON body is nested more than {MAX_DEPTH} levels; a probe is a flat JSON object",
                        "depth")
-    for name in ("job", *_REQUIRED.get(point, ())):
+    for name in (*(() if point in events.WORKER_POINTS else ("job",)), *_REQUIRED.get(point, ())):
         if name not in probe:
             raise BadProbe(f"a {point} probe needs the field {name!r} ({_FIELDS[name][1]})", f"{point}.{name}")
     for name, value in probe.items():

@@ -109,7 +109,7 @@ class Sink:
             data = {k: v for k, v in probe.items() if k not in ("job", "worker")}
             if point == events.EFFECT:
                 data["accepted"] = answer["accepted"] = self._boundary.accept(probe)
-            event = self.ledger.append(events.probe(point, probe["job"], probe.get("worker"), data))
+            event = self.ledger.append(events.probe(point, probe.get("job"), probe.get("worker"), data))
         answer["seq"] = event.seq
         after = self.gates.match("after", point, probe)
         if after:

@@ -13,6 +13,7 @@ known-answer matrix (targets/known_answers.toml):
     target = "pg_naive"
     scenarios = ["kill_after_effect_before_ack"]   # or scenario = "...", or scenarios = "all"
     params = { mode = "x" }      # -p (a table, or a list of "key=value"); contract (-c), scenario_params (-s)
+    warmup = true                # -s warmup=true for each of its scenarios that takes it (default: false)
     verdict = "fail"             # pass (the default) | fail | inconclusive | skipped | error (+ harness_error)
     violation = "stuck"          # the violation a failing cell must name, with its witness
 
@@ -46,8 +47,8 @@ from chaos.suite.cell import VERDICTS, Cell, Planned
 SUITE_FILE = "chaos.toml"
 SETTINGS = ("backend", "worker_image")  # where a cell runs: in the file, for its cells; in a cell, for it
 SUITE_KEYS = {"seeds", "repeat", "correct", "cell", "include", *SETTINGS}
-CELL_KEYS = {*SETTINGS, "target", "scenario", "scenarios", "params", "contract", "scenario_params", "verdict",
-             "violation",
+CELL_KEYS = {*SETTINGS, "target", "scenario", "scenarios", "params", "contract", "scenario_params", "warmup",
+             "verdict", "violation",
              "counts", "max_recovery_s", "min_recovery_s", "witness_order", "anomalies", "rule", "server_bug",
              "harness_error",
              "instead_of_default"}
@@ -273,7 +274,7 @@ def _cell(entry: dict[str, Any], where: str) -> list[Cell]:
                      _pairs(entry.get("params", ())), _optional_float(entry, "max_recovery_s"),
                      _counts(entry.get("counts", {})), _strings(entry.get("witness_order", ())),
                      _pairs(entry.get("contract", ())), _optional_str(entry, "rule"),
-                     _pairs(entry.get("scenario_params", ())),
+                     _scenario_params(entry, scenario),
                      None if entry.get("anomalies") is None else _strings(entry["anomalies"]),
                      _optional_float(entry, "min_recovery_s"), _optional_str(entry, "server_bug"),
                      backend=_optional_str(entry, "backend"), worker_image=_optional_str(entry, "worker_image"),
@@ -302,6 +303,19 @@ def _check_verdicts_keys(entry: dict[str, Any], verdict: str, where: str) -> Non
         raise ConfigError(f"{where}: verdict = \"error\" needs harness_error, the text the target's harness error "
                           "must contain (what its workers did wrong), e.g. harness_error = \"match no execution\"; "
                           "without it any harness error, the suite's own too, would pass for the cell's answer.")
+
+
+def _scenario_params(entry: dict[str, Any], scenario: str) -> tuple[str, ...]:
+    """The cell's -s settings; `warmup = true` adds -s warmup=true for each of its scenarios that takes it
+    (not one that declares warmup itself, cold by design) and does not set it already."""
+    chosen = _pairs(entry.get("scenario_params", ()))
+    warmup = entry.get("warmup", False)
+    if not isinstance(warmup, bool):
+        raise ValueError(f"warmup = {warmup!r}; expected true or false (-s warmup=true for each of its scenarios)")
+    set_already = any(param.partition("=")[0] == "warmup" for param in chosen)
+    if warmup and not set_already and "true" in find_scenario(scenario).all_params.get("warmup", ()):
+        return (*chosen, "warmup=true")
+    return chosen
 
 
 def _scenarios(entry: dict[str, Any]) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any
 from chaos import events
 
 _local = threading.local()
+_ready_pid: int | None = None  # the process that sent `ready` (a forked child sends its own)
 
 
 class ProbeError(RuntimeError):
@@ -100,9 +101,12 @@ def _connection() -> _Connection:
     return conn
 
 
-def send(point: str, job: str, **fields: Any) -> dict[str, Any]:
-    """POST one probe over this thread's keep-alive connection and return the sink's answer."""
-    body = dict(fields, job=job, worker=os.environ.get(events.ENV_WORKER_ID, ""), pid=os.getpid(), clock=time.time())
+def send(point: str, job: str | None, **fields: Any) -> dict[str, Any]:
+    """POST one probe over this thread's keep-alive connection and return the sink's answer (`job` None:
+    a worker point such as `ready`, of no job)."""
+    body = dict(fields, worker=os.environ.get(events.ENV_WORKER_ID, ""), pid=os.getpid(), clock=time.time())
+    if job is not None:
+        body["job"] = job
     body.setdefault("sent", time.monotonic())  # a caller that learned of the claim earlier may pass that time
     conn = _connection()
     try:
@@ -146,13 +150,26 @@ def heartbeat(job: str, token: str, ok: bool) -> dict[str, Any]:
     return send(events.HEARTBEAT, job, token=token, ok=ok)
 
 
-def ack(job: str, token: str, ok: bool | None) -> dict[str, Any]:
+def ack(job: str, token: str, ok: bool | None, source: str | None = None) -> dict[str, Any]:
     """ok: the queue accepted the ack (True), refused it (False), or the worker cannot know (None: the
-    connection died while the ack was in flight)."""
-    return send(events.ACK, job, token=token, ok=ok)
+    connection died while the ack was in flight). `source`: what ok is the word of (events.SOURCES), where
+    it is not the worker's own report of the queue's answer: "broker" for a library's ack call to its
+    broker that the worker watched return or fail."""
+    return send(events.ACK, job, token=token, ok=ok, **({"source": source} if source else {}))
 
 
 def abandon(job: str, token: str, reason: str = "lost") -> dict[str, Any]:
     """Give the job up; send it before the queue can hand the job to another worker (a requeue after a
     failure), so the ledger never shows another claim while this execution still looks alive."""
     return send(events.ABANDON, job, token=token, reason=reason)
+
+
+def ready() -> None:
+    """The worker has started and polled the queue once, finding nothing to take: it is idle. Call it after
+    each empty fetch (where a library hides its fetch, at the library's own signal that its consumer is
+    running): only a process's first call sends the probe. `-s warmup=true` enqueues a scenario's jobs
+    only once every worker sent it."""
+    global _ready_pid
+    if _ready_pid != os.getpid():
+        send(events.READY, None)
+        _ready_pid = os.getpid()

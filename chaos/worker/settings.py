@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from chaos import events
+from chaos.worker import probe
 
 T = TypeVar("T")
 POLL_S = 0.05
@@ -151,7 +152,8 @@ def log(message: str) -> None:
 
 def serve_jobs(stop: threading.Event, claim: Callable[[], T | None], process: Callable[[T], None],
                transient: tuple[type[BaseException], ...], on_error: Callable[[], None] | None = None) -> None:
-    """Claim and process jobs until SIGTERM; poll when idle, back off while the server is away."""
+    """Claim and process jobs until SIGTERM; poll when idle, back off while the server is away. The first
+    claim that finds nothing sends the `ready` probe."""
     while not stop.is_set():
         try:
             claimed = claim()
@@ -162,6 +164,7 @@ def serve_jobs(stop: threading.Event, claim: Callable[[], T | None], process: Ca
             stop.wait(0.2)
             continue
         if claimed is None:
+            probe.ready()
             stop.wait(POLL_S)
             continue
         process(claimed)

@@ -86,6 +86,7 @@ def main() -> None:
                 client, session = connect(), uuid.uuid4().hex[:8]
             job = client.reserve(timeout=RESERVE_S)
         except greenstalk.TimedOutError:
+            probe.ready()
             continue
         except TRANSIENT as exc:
             log(f"reserve failed: {exc!r}")

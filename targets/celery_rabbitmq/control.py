@@ -14,9 +14,10 @@ A message out for delivery is in no queue, and under acks=early one the worker a
 before its task ran, so the snapshot never shows a job claimed: shows_deliveries = False (a job counts as
 drained once it is dead or an ack of it was accepted).
 
-Celery completes a task itself (it stores the result; under acks=late it then acknowledges the message):
-the worker's ack says ok null, and `completion` answers from the result backend whether that completion
-took effect (the task's stored result is its job id).
+Celery completes a task itself (it stores the result, then acknowledges the message): the worker reports
+a failed ack as the broker's refusal and a sent one with ok null (AMQP confirms no ack, worker.py), and
+`completion` answers from the result backend, naming it as its source: the task's stored result (its job
+id) proves it ran to completion, not that the broker took its ack.
 """
 
 from __future__ import annotations
@@ -105,14 +106,17 @@ class Control:
         channel.close()  # every message fetched goes back to the queue
         return sorted(found.values(), key=lambda s: s.job)
 
-    def completion(self, job: str, token: str) -> str:
-        """Accepted where the result backend holds the job id as the result of the token's task id (the token
-        is `<task id>:<attempt>:<nonce>`, tasks.new_token); else unknown."""
+    def completion(self, job: str, token: str) -> tuple[str, str]:
+        """Accepted, from the result store, where the result backend holds the job id as the result of the
+        token's task id (the token is `<task id>:<attempt>:<nonce>`, tasks.new_token); else unknown. The
+        result backend records that a task ran to completion, not whether the broker took its ack (a worker
+        whose ack failed has stored its result all the same): the checker counts the job completed, and
+        judges no ack by it (the worker reports the broker's answer to its ack, worker.py)."""
         task_id = token.split(":")[0]
         if self.jobs.get(task_id) != job:
-            return "unknown"
+            return "unknown", "result-store"
         result = self.app.AsyncResult(task_id)
-        return "accepted" if result.state == "SUCCESS" and result.result == job else "unknown"
+        return "accepted" if result.state == "SUCCESS" and result.result == job else "unknown", "result-store"
 
     def close(self) -> None:
         try:

@@ -81,8 +81,11 @@ def token_of(request: Any) -> str:
     return TOKENS.get(str(request.id)) or f"{request.id}:{attempt_of(request)}:?"
 
 
-def define_task(app: Celery, max_attempts: int) -> Any:
-    @app.task(bind=True, name=TASK, max_retries=max_attempts - 1)  # type: ignore[untyped-decorator]
+def define_task(app: Celery, max_attempts: int, request: type | None = None) -> Any:
+    """The one task; `request`: the worker's request class (Task.Request), where it watches the ack."""
+    options = {"Request": request} if request is not None else {}
+
+    @app.task(bind=True, name=TASK, max_retries=max_attempts - 1, **options)  # type: ignore[untyped-decorator]
     def chaos_job(self: Any, job: str, payload: dict[str, Any]) -> str:
         token = token_of(self.request)
         try:

@@ -132,7 +132,9 @@ def serve(client: JetStream, cfg: WorkerSettings, stop: threading.Event, run: Na
             log(f"pull failed: {exc!r}")
             stop.wait(0.2)
             continue
-        if msg is not None:
+        if msg is None:
+            probe.ready()
+        else:
             process(client, session, cfg, msg, epoch, pulled)
 
 

@@ -58,6 +58,7 @@ ACK = {
     "status": "UPDATE jobs SET status = 'done', lease_expires_at = NULL WHERE id = %(job)s AND status = 'claimed'",
 }
 ACKED = "SELECT 1 FROM jobs WHERE id = %(job)s AND claim_token = %(token)s AND status = 'done'"
+STORE_RESULT = "INSERT INTO results (job, token) VALUES (%(job)s, %(token)s) ON CONFLICT DO NOTHING"
 ACK_OUTCOME_TIMEOUT_S = 5.0
 FAIL = """
 UPDATE jobs SET status = CASE WHEN attempts {past} %(max_attempts)s THEN 'dead' ELSE 'pending' END,
@@ -253,7 +254,13 @@ def process(db: LeaseDb, cfg: WorkerSettings, stop: threading.Event, heartbeat: 
         probe.effect(job, token, fence=attempt)  # the claim count fences a stale owner's effect
     finally:
         heartbeat.stop()
-    probe.ack(job, ended, acknowledge(db, cfg, job, token, stop))
+    acked = acknowledge(db, cfg, job, token, stop)
+    if cfg.param("report") == "result-store":
+        # A result backend's way: the execution's result is stored whether or not the queue took its ack,
+        # and the worker leaves the word to the control, which reads that store (control.py).
+        retrying(lambda: db.run(STORE_RESULT, {"job": job, "token": token}), TRANSIENT, stop)
+        acked = None
+    probe.ack(job, ended, acked)
 
 
 def acknowledge(db: LeaseDb, cfg: WorkerSettings, job: str, token: str, stop: threading.Event) -> bool | None:

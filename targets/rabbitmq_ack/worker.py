@@ -89,7 +89,9 @@ def consume(cfg: WorkerSettings, stop: threading.Event) -> None:
         for method, properties, raw in channel.consume(QUEUE, inactivity_timeout=IDLE_S):
             if stop.is_set():
                 break
-            if method is not None:
+            if method is None:
+                probe.ready()
+            else:
                 work(connection, channel, cfg, session, method, properties, raw)
     finally:
         if connection.is_open:

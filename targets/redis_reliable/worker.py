@@ -19,6 +19,9 @@ Broken variants (target.toml's [params]):
 - `liveness = "registered"` registers this process in the processes set until it stops cleanly, and the
   reconciler then takes a registered process for alive whatever its heartbeat (a stopped or cut-off owner
   keeps its job until it comes back).
+- `startup_recovery = "unguarded"` returns every other process's list to the queue when the worker
+  starts, live owners' too: the start-up recovery the seed warns about, without the expired heartbeat and
+  guard it requires.
 """
 
 from __future__ import annotations
@@ -139,6 +142,14 @@ class Heartbeat:
         self._thread.start()
 
 
+def recover_all(client: Any, k: Keys, own: str, stop: threading.Event) -> None:
+    """Return every other process's processing list to the queue's head, whether its owner lives or not."""
+    for key in retrying(lambda: list(client.scan_iter(match=k.processing_lists(), count=1000)), TRANSIENT, stop):
+        if str(key) != own:
+            while client.lmove(key, k.queue, "RIGHT", "LEFT") is not None:
+                log(f"start-up recovery: returned a job of {key} to the queue")
+
+
 def main() -> None:
     cfg = settings()
     stop = stop_flag()
@@ -154,6 +165,8 @@ def main() -> None:
     if registered:
         retrying(lambda: client.sadd(k.prefix + "processes", identity), TRANSIENT, stop)
     blind, abort = cfg.param("sweep") == "blind", cfg.param("sweep") == "abort"
+    if cfg.param("startup_recovery") == "unguarded":
+        recover_all(client, k, processing, stop)
     log(f"started as {identity} with {cfg.params}")
 
     def claim() -> str | None:

@@ -1,9 +1,9 @@
 """celery_redis runs Celery 5.7 itself (its `celery worker` CLI, the solo pool) on Redis, kombu's Redis transport,
-with probes sent from Celery's documented task_prerun / task_postrun signals and the task body. Through the CLI:
-`chaos target check` finds every seam holding in both acks variants (the control vouching for Celery's own
-completions from its result backend), and the kill cell of the adapter's known answers gives its verdict: the
-claim came from the `celery worker` process the supervisor started (the solo pool runs the task in it), and the
-SIGKILL of that process ended the execution."""
+with probes sent from Celery's documented task_prerun / task_postrun signals, the task body and its request class
+(the broker's answer to the ack). Through the CLI: `chaos target check` finds every seam holding in both acks
+variants (the ack reported as the broker took it), and the kill cell of the adapter's known answers gives its
+verdict: the claim came from the `celery worker` process the supervisor started (the solo pool runs the task in
+it), and the SIGKILL of that process ended the execution."""
 
 from __future__ import annotations
 
@@ -43,9 +43,9 @@ def test_target_check_finds_every_seam_holding(acks: str, tmp_path: Path) -> Non
     assert "the final snapshot shows job-0001 done" in result.stdout
     log = (result.dir / "logs" / "w1.log").read_text()
     assert "w1@chaos ready." in log and "Task chaos_job[" in log, log
-    # Celery, not the task, completed the job: the task_postrun ack could not vouch for it, and the control
-    # answered from Celery's result backend that the completion took effect.
-    assert "acked job-0001 with ok null, and the control says the queue took the completion" in result.stdout
+    # Celery, not the task, acked the message: the worker watched kombu's ack go through (Redis ran the HDEL)
+    # and reported it as the broker's word.
+    assert "acked job-0001 and the queue accepted it (by the word of: broker)" in result.stdout
 
 
 @pytest.mark.parametrize("acks", ["early", "late"])

@@ -28,7 +28,7 @@ def test_a_stale_completion_the_queue_accepted_fails_whatever_the_worker_said() 
     record shows it, and it fails all the same."""
     for said in (True, False, None):
         verdict = check(stale_run(said).events)
-        assert verdict.evidence == {"claims": "queue", "completions": "queue"}
+        assert verdict.evidence == {"claims": "queue", "completions": "queue", "acks": "queue, worker"}
         stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
         assert len(stale) == 1, (said, verdict.violations)
         if said is not True:
@@ -89,7 +89,8 @@ def test_without_a_record_the_probes_judge() -> None:
     h = History(LEASE).enqueue("j1")
     h.claim("j1", "w1", "t1").effect("j1", "w1", "t1").ack("j1", "w1", "t1")
     verdict = check(h.snapshot(j1="done").events)
-    assert verdict.evidence == {"claims": "probes", "completions": "probes"} and verdict.verdict == "pass"
+    assert verdict.evidence == {"claims": "probes", "completions": "probes", "acks": "worker"}
+    assert verdict.verdict == "pass"
 
 
 def test_a_record_of_claims_alone_judges_no_completion_and_the_probes_keep_theirs() -> None:
@@ -100,7 +101,7 @@ def test_a_record_of_claims_alone_judges_no_completion_and_the_probes_keep_their
     h.claim("j1", "w2", "t2", dt=1.5).queue(CLAIM, "j1", "w2", 2, "t2").effect("j1", "w2", "t2")
     h.ack("j1", "w2", "t2").ack("j1", "w1", "t1").claim("j1", "w3", "t3")
     verdict = check(h.snapshot(j1="done").events)
-    assert verdict.evidence == {"claims": "queue", "completions": "probes"}
+    assert verdict.evidence == {"claims": "queue", "completions": "probes", "acks": "worker"}
     stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
     assert stale and "queue's own record" not in stale[0].message, "the probes judged it"
     messages = [a["message"] for a in verdict.anomalies if a["kind"] == "sources_disagree"]

@@ -21,7 +21,7 @@ from chaos import events, probe
 _send = probe.send
 
 
-def send(point: str, job: str, **fields: Any) -> dict[str, Any]:
+def send(point: str, job: str | None, **fields: Any) -> dict[str, Any]:
     if point != events.CLAIM:
         return _send(point, job, **fields)
     worker = os.getpid()
