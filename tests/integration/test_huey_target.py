@@ -51,7 +51,7 @@ def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
     (answer,) = [e for e in ledger if e.kind == events.COMPLETION and e.job == "job-0001"]
     assert ack.data["ok"] is None and answer.seq > ack.seq
     assert (answer.job, answer.worker, answer.data) == (ack.job, ack.worker, {"token": ack.data["token"],
-                                                                            "outcome": "accepted"})
+                                                                            "outcome": "accepted", "source": "queue"})
     assert result.verdict["evidence"]["completions"] == "probes and control"
 
 
