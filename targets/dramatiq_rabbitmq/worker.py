@@ -23,6 +23,11 @@ first line names both pids); the suite's kill and stop reach the whole process t
   consumer reconnected: the delivery tag died with the old channel). So the final snapshot judges
   completions, from the broker's queues. `-p ack_report=after_ack` reports Dramatiq's word instead (ok
   true on every after_ack): README.md's finding shows what that word is worth.
+- `ready`: the `default` queue consumer's first idle turn (ReadyConsumer.__next__ returns None): an inactivity
+  tick of the consumer channel (pika's `consume(inactivity_timeout=...)` yields nothing: no delivery arrived
+  within the consumer's idle timeout). Dramatiq's worker thread iterates its consumer and takes a None as
+  idle; no middleware hook says so, so the broker (ReadyBroker) hands out its own consumer class with that one
+  method extended.
 
 A probe the sink refuses ends the process at once (tasks.report).
 """
@@ -35,8 +40,9 @@ import os
 import threading
 from typing import Any
 
+from dramatiq.brokers.rabbitmq import RabbitmqBroker, _RabbitmqConsumer
 from dramatiq.middleware import Middleware
-from tasks import broker_for, define_actor, report, set_current
+from tasks import QUEUE, broker_for, define_actor, report, set_current
 
 from chaos import probe
 from chaos.worker import log, settings
@@ -44,6 +50,26 @@ from chaos.worker import log, settings
 CFG = settings()
 PARAMS = json.loads(os.environ.get("CHAOS_TARGET_PARAMS") or "{}")
 TRUSTED = True if PARAMS.get("ack_report") == "after_ack" else None  # the ack probe's ok: Dramatiq's word, or unknown
+
+
+
+class ReadyConsumer(_RabbitmqConsumer):  # type: ignore[misc]
+    """Dramatiq's consumer, which sends `ready` at its first idle turn on the run's queue."""
+
+    def __next__(self) -> Any:
+        """Dramatiq's next message; None (idle) sends `ready` (a process's first call only)."""
+        message = super().__next__()
+        if message is None and self.queue_name == QUEUE:  # not the delay queue's consumer
+            report(probe.ready)
+        return message
+
+
+class ReadyBroker(RabbitmqBroker):  # type: ignore[misc]
+    """Dramatiq's broker with ReadyConsumer for its consumers."""
+
+    @property
+    def consumer_class(self) -> type[ReadyConsumer]:
+        return ReadyConsumer
 
 
 class Probes(Middleware):
@@ -89,6 +115,6 @@ class Probes(Middleware):
             report(lambda: probe.ack(mine[0], mine[1], TRUSTED))
 
 
-broker = broker_for(os.environ["CHAOS_BACKEND_URL"], int(PARAMS.get("heartbeat_s") or 0) or None)
+broker = broker_for(os.environ["CHAOS_BACKEND_URL"], int(PARAMS.get("heartbeat_s") or 0) or None, kind=ReadyBroker)
 broker.add_middleware(Probes())
 chaos_job = define_actor(broker, CFG.max_attempts, PARAMS)

@@ -33,7 +33,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from rq import get_current_job
+from rq import Queue, get_current_job
 from rq.exceptions import AbandonedJobError
 
 from chaos import probe
@@ -47,6 +47,22 @@ def report(send: Callable[[], Any]) -> None:
     except probe.ProbeError as exc:
         log(f"{exc}; exiting")
         os._exit(70)
+
+
+class ReadyQueue(Queue):
+    """The worker's queue class (`rq worker --queue-class tasks.ReadyQueue`): RQ's own dequeue, preceded by
+    one non-blocking poll, so that an idle worker can say so before it blocks (an idle `default` worker
+    blocks 405 s in one dequeue). The worker calls dequeue_any right after its maintenance (the first
+    call of a process, after its start-up registry cleanup), so the first empty poll is the ready point."""
+
+    @classmethod
+    def dequeue_any(cls, queues: Any, timeout: int | None, connection: Any, **kwargs: Any) -> Any:
+        """A non-blocking pop; empty, send `ready` (its first call only), then RQ's blocking pop."""
+        found = super().dequeue_any(queues, None, connection=connection, **kwargs)
+        if found is not None or timeout is None:
+            return found
+        report(probe.ready)
+        return super().dequeue_any(queues, timeout, connection=connection, **kwargs)
 
 
 def attempt_of(job: Any) -> int:
