@@ -17,6 +17,13 @@ task's documented request class (`Task.Request`, docs/userguide/tasks.rst, "Requ
   nothing: a redelivered message keeps its delivery tag, so a stale owner's ack deletes the new owner's
   entry), null where the ack failed (the connection broke with the HDEL in flight: it may have run), and
   the control then answers from the result backend, which proves the task ran, not the ack.
+- `ready`: the worker's first BRPOP that came back empty (kombu's Redis channel raises `Empty` from
+  `_brpop_read`) once kombu's `restore_visible` sweep of the `unacked` hash (the start-up recovery of a dead
+  worker's messages, every `unacked_restore_interval`, here 1 s) has run in this process. Celery's
+  `worker_ready` signal comes before the event loop's first BRPOP, and no Celery or kombu signal marks an
+  empty fetch, so the worker's broker connection uses a transport (ReadyTransport, through Celery's
+  documented `broker_transport` setting, which takes a transport class) whose channel and QoS extend those
+  two methods.
 
 An ack whose outcome kombu has not shown 2 s after its task (a connection lost with the ack still queued:
 Celery's reconnect drops it, and nothing is logged) is reported as unknown (null), as is one that failed.
@@ -31,11 +38,13 @@ import logging
 import os
 import threading
 from functools import partial
+from queue import Empty
 from typing import Any
 
 from celery.signals import task_postrun, task_prerun
 from celery.worker.request import Request
 from kombu.asynchronous import get_event_loop
+from kombu.transport import redis as kombu_redis
 from tasks import TASK, app_for, attempt_of, define_task, new_token, report, token_of
 
 from chaos import probe
@@ -101,9 +110,40 @@ def settle(late: str | None = None) -> None:
                 report(partial(probe.ack, job, token, ACK_OK[said], source="broker"))
 
 
+class SweptQoS(kombu_redis.QoS):  # type: ignore[misc]
+    """kombu's Redis QoS, noting that its restore sweep ran (or found another worker's sweep under way)."""
+
+    swept = False
+
+    def restore_visible(self, *args: Any, **kwargs: Any) -> None:
+        super().restore_visible(*args, **kwargs)
+        SweptQoS.swept = True
+
+
+class ReadyChannel(kombu_redis.Channel):  # type: ignore[misc]
+    """kombu's Redis channel, sending `ready` at its first empty BRPOP after a restore sweep."""
+
+    QoS = SweptQoS
+
+    def _brpop_read(self, **options: Any) -> Any:
+        try:
+            return super()._brpop_read(**options)
+        except Empty:
+            if SweptQoS.swept:
+                report(probe.ready)  # a process's first call only
+            raise
+
+
+class ReadyTransport(kombu_redis.Transport):  # type: ignore[misc]
+    """kombu's Redis transport with ReadyChannel, for this worker's broker connection only."""
+
+    Channel = ReadyChannel
+
+
 logging.getLogger("celery.worker.request").addHandler(AckFailures(logging.CRITICAL))
 atexit.register(settle)  # an ack the event loop ran as it closed, at a warm shutdown
 app = app_for(os.environ["CHAOS_BACKEND_URL"], os.environ["CHAOS_NAMESPACE"], str(SETTINGS.param("acks")))
+app.conf.broker_transport = ReadyTransport
 chaos_job = define_task(app, SETTINGS.max_attempts, Acked)
 
 
