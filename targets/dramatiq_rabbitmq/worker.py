@@ -26,8 +26,8 @@ first line names both pids); the suite's kill and stop reach the whole process t
 - `ready`: the `default` queue consumer's first idle turn (ReadyConsumer.__next__ returns None): an inactivity
   tick of the consumer channel (pika's `consume(inactivity_timeout=...)` yields nothing: no delivery arrived
   within the consumer's idle timeout). Dramatiq's worker thread iterates its consumer and takes a None as
-  idle; no middleware hook says so, so the broker (ReadyBroker) hands out its own consumer class with that one
-  method extended.
+  idle; no middleware hook says so, so the broker (ReadyBroker) wraps each consumer its public `consume`
+  returns in one that watches for it.
 
 A probe the sink refuses ends the process at once (tasks.report).
 """
@@ -40,7 +40,8 @@ import os
 import threading
 from typing import Any
 
-from dramatiq.brokers.rabbitmq import RabbitmqBroker, _RabbitmqConsumer
+from dramatiq.broker import Consumer
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.middleware import Middleware
 from tasks import QUEUE, broker_for, define_actor, report, set_current
 
@@ -53,23 +54,38 @@ TRUSTED = True if PARAMS.get("ack_report") == "after_ack" else None  # the ack p
 
 
 
-class ReadyConsumer(_RabbitmqConsumer):  # type: ignore[misc]
-    """Dramatiq's consumer, which sends `ready` at its first idle turn on the run's queue."""
+class ReadyConsumer(Consumer):
+    """The broker's own consumer (`inner`), sending `ready` at its first idle turn on the run's queue. It
+    wraps what Dramatiq's public `Broker.consume` returned, passing every call on."""
+
+    def __init__(self, inner: Consumer, queue_name: str) -> None:
+        self.inner, self.queue_name = inner, queue_name
 
     def __next__(self) -> Any:
         """Dramatiq's next message; None (idle) sends `ready` (a process's first call only)."""
-        message = super().__next__()
+        message = next(self.inner)
         if message is None and self.queue_name == QUEUE:  # not the delay queue's consumer
             report(probe.ready)
         return message
 
+    def ack(self, message: Any) -> None:
+        self.inner.ack(message)
 
-class ReadyBroker(RabbitmqBroker):  # type: ignore[misc]
-    """Dramatiq's broker with ReadyConsumer for its consumers."""
+    def nack(self, message: Any) -> None:
+        self.inner.nack(message)
 
-    @property
-    def consumer_class(self) -> type[ReadyConsumer]:
-        return ReadyConsumer
+    def requeue(self, messages: Any) -> None:
+        self.inner.requeue(messages)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ReadyBroker(RabbitmqBroker):
+    """Dramatiq's broker, its consumers wrapped in ReadyConsumer."""
+
+    def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> ReadyConsumer:
+        return ReadyConsumer(super().consume(queue_name, prefetch, timeout), queue_name)
 
 
 class Probes(Middleware):

@@ -46,7 +46,7 @@ def broker_for(url: str, prefix: str, params: dict[str, Any], kind: type[RedisBr
     """RedisBroker (Dramatiq's default middleware: AgeLimit, TimeLimit, ShutdownNotifications, Callbacks,
     Pipelines, Retries) on its own redis-py client, with timeouts so a cut connection fails."""
     client = redis.Redis.from_url(url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S)
-    broker: RedisBroker = kind(  # type: ignore[no-untyped-call]
+    broker: RedisBroker = kind(
         namespace=namespace_of(prefix), heartbeat_timeout=int(params["heartbeat_timeout_ms"]),
         maintenance_chance=int(params["maintenance_chance"]), client=client)
     return broker

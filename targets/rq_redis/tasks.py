@@ -30,11 +30,15 @@ and mark the job failed as if the probe had been sent.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from redis import Redis
 from rq import Queue, get_current_job
 from rq.exceptions import AbandonedJobError
+from rq.job import Job
+from rq.serializers import Serializer
+from rq.timeouts import BaseDeathPenalty
 
 from chaos import probe
 from chaos.worker import log, run_handler, settings
@@ -56,13 +60,16 @@ class ReadyQueue(Queue):
     call of a process, after its start-up registry cleanup), so the first empty poll is the ready point."""
 
     @classmethod
-    def dequeue_any(cls, queues: Any, timeout: int | None, connection: Any, **kwargs: Any) -> Any:
+    def dequeue_any(cls, queues: Iterable[Queue], timeout: int | None, connection: Redis,
+                    job_class: type[Job] | None = None, serializer: Serializer | str | None = None,
+                    death_penalty_class: type[BaseDeathPenalty] | None = None) -> tuple[Job, Queue] | None:
         """A non-blocking pop; empty, send `ready` (its first call only), then RQ's blocking pop."""
-        found = super().dequeue_any(queues, None, connection=connection, **kwargs)
+        queues = list(queues)
+        found = super().dequeue_any(queues, None, connection, job_class, serializer, death_penalty_class)
         if found is not None or timeout is None:
             return found
         report(probe.ready)
-        return super().dequeue_any(queues, timeout, connection=connection, **kwargs)
+        return super().dequeue_any(queues, timeout, connection, job_class, serializer, death_penalty_class)
 
 
 def attempt_of(job: Any) -> int:
