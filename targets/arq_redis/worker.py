@@ -15,6 +15,11 @@ through its documented hooks and the job function itself:
   with ok null, for an execution whose function returned: arq, not this code, completed the job (its
   `finish_job` transaction), so whether that completion took effect is the control's to say from arq's
   result record (control.py's `completion`).
+- `ready`: the worker's first poll of the queue that found nothing to start (`on_startup`, arq's hook that
+  runs once the worker's pool is connected and before its poll loop, extends that pool's `zrangebyscore`,
+  the poll's one read of the queue, to send `ready` when it returns no job id). arq has no start-up
+  recovery to wait for (an abandoned job waits out its in-progress key's TTL); the point is an idle,
+  polling worker.
 
 The probe client is synchronous; every probe is sent from a thread (`asyncio.to_thread`, each thread with its
 own connection) so that a probe a gate holds blocks only its own job, not arq's event loop. A probe the sink
@@ -101,6 +106,22 @@ async def completed(ctx: dict[str, Any]) -> None:
         await send(lambda: probe.ack(job_of(ctx), token_of(ctx), None))
 
 
+async def started(ctx: dict[str, Any]) -> None:
+    """arq's on_startup: the worker's pool (`ctx['redis']`) sends `ready` after its first empty poll. arq's
+    Worker has no fetch hook and its CLI builds the Worker itself, so the pool's read is extended in place."""
+    pool = ctx["redis"]
+    fetch = pool.zrangebyscore
+
+    async def fetch_then_ready(*args: Any, **kwargs: Any) -> Any:
+        job_ids = await fetch(*args, **kwargs)
+        if not job_ids:
+            pool.zrangebyscore = fetch  # the first empty poll only
+            await send(probe.ready)
+        return job_ids
+
+    pool.zrangebyscore = fetch_then_ready
+
+
 class WorkerSettings:
     """arq's worker settings (`arq worker.WorkerSettings`)."""
 
@@ -111,5 +132,6 @@ class WorkerSettings:
     max_jobs = CFG.param("max_jobs")
     job_timeout = CFG.param("job_timeout_s")
     max_tries = CFG.param("max_tries")
+    on_startup = started
     on_job_start = claimed
     after_job_end = completed

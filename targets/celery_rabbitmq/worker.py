@@ -18,6 +18,13 @@ task's documented request class (`Task.Request`, docs/userguide/tasks.rst, "Requ
   broker never took it), null where it was written (AMQP confirms no ack: a frame written into a dead
   connection's socket is lost without an error), and the control then answers from the result backend,
   which proves the task ran, not the ack.
+- `ready`: the event loop's second turn after Celery's `worker_ready` signal. Celery sends that signal from
+  its event loop's set-up, once the consumer is subscribed (kombu's basic.consume, which waits for the
+  broker's consume-ok) and before the loop runs; the loop's first turn drains what the broker had already
+  pushed and polls the connection once, so at the second turn the worker is subscribed and polling, idle
+  unless a delivery came (under `-s warmup=true` none can: nothing is enqueued yet). RabbitMQ pushes
+  deliveries, so there is no empty fetch to wait for, and the worker runs no start-up recovery of its own
+  (the broker requeues a dead consumer's deliveries).
 
 An ack whose outcome kombu has not shown 2 s after its task (a connection lost with the ack still queued:
 Celery's reconnect drops it, and nothing is logged) is reported as unknown (null), as is one that failed.
@@ -34,7 +41,7 @@ import threading
 from functools import partial
 from typing import Any
 
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_ready
 from celery.worker.request import Request
 from kombu.asynchronous import get_event_loop
 from tasks import TASK, app_for, attempt_of, define_task, new_token, report, token_of
@@ -132,3 +139,20 @@ def finished(sender: Any = None, task_id: Any = None, task: Any = None, args: An
         timer = threading.Timer(UNSETTLED_AFTER_S, settle, (str(task_id),))
         timer.daemon = True
         timer.start()
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def started(sender: Any = None, **_: Any) -> None:
+    """Send `ready` at the event loop's second turn (its first drained and polled the connection once)."""
+    hub = get_event_loop()
+    if hub is None:
+        return
+    turns = [0]
+
+    def turn() -> None:
+        turns[0] += 1
+        if turns[0] == 2:
+            hub.on_tick.discard(turn)
+            report(probe.ready)
+
+    hub.on_tick.add(turn)

@@ -17,6 +17,15 @@ task's documented request class (`Task.Request`, docs/userguide/tasks.rst, "Requ
   nothing: a redelivered message keeps its delivery tag, so a stale owner's ack deletes the new owner's
   entry), null where the ack failed (the connection broke with the HDEL in flight: it may have run), and
   the control then answers from the result backend, which proves the task ran, not the ack.
+- `ready`: the first turn of Celery's event loop, after its `worker_ready` signal, once kombu's
+  `restore_visible` sweep of the `unacked` hash (the recovery of a dead worker's messages, every
+  `unacked_restore_interval`, here 1 s; the loop's timer runs it just before the turn's tick callbacks) has
+  run in this process. Celery sends `worker_ready` once the consumer is set up and before its loop runs;
+  by the first sweep the loop has issued its BRPOP and polled, and the worker is idle (under `-s
+  warmup=true` nothing is enqueued yet). Neither Celery nor kombu signals an empty BRPOP (only private
+  kombu methods see one), so the point is the first sweep: the worker's broker connection uses
+  ReadyTransport (through Celery's `broker_transport` setting, which takes a transport class), whose QoS
+  notes that `restore_visible` ran.
 
 An ack whose outcome kombu has not shown 2 s after its task (a connection lost with the ack still queued:
 Celery's reconnect drops it, and nothing is logged) is reported as unknown (null), as is one that failed.
@@ -33,9 +42,10 @@ import threading
 from functools import partial
 from typing import Any
 
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_ready
 from celery.worker.request import Request
 from kombu.asynchronous import get_event_loop
+from kombu.transport import redis as kombu_redis
 from tasks import TASK, app_for, attempt_of, define_task, new_token, report, token_of
 
 from chaos import probe
@@ -101,9 +111,32 @@ def settle(late: str | None = None) -> None:
                 report(partial(probe.ack, job, token, ACK_OK[said], source="broker"))
 
 
+class SweptQoS(kombu_redis.QoS):
+    """kombu's Redis QoS, noting that its restore sweep ran (or found another worker's sweep under way)."""
+
+    swept = False
+
+    def restore_visible(self, *args: Any, **kwargs: Any) -> None:
+        super().restore_visible(*args, **kwargs)  # type: ignore[no-untyped-call]
+        SweptQoS.swept = True
+
+
+class ReadyChannel(kombu_redis.Channel):
+    """kombu's Redis channel with SweptQoS."""
+
+    QoS = SweptQoS
+
+
+class ReadyTransport(kombu_redis.Transport):
+    """kombu's Redis transport with ReadyChannel, for this worker's broker connection only."""
+
+    Channel = ReadyChannel
+
+
 logging.getLogger("celery.worker.request").addHandler(AckFailures(logging.CRITICAL))
 atexit.register(settle)  # an ack the event loop ran as it closed, at a warm shutdown
 app = app_for(os.environ["CHAOS_BACKEND_URL"], os.environ["CHAOS_NAMESPACE"], str(SETTINGS.param("acks")))
+app.conf.broker_transport = ReadyTransport
 chaos_job = define_task(app, SETTINGS.max_attempts, Acked)
 
 
@@ -131,3 +164,19 @@ def finished(sender: Any = None, task_id: Any = None, task: Any = None, args: An
         timer = threading.Timer(UNSETTLED_AFTER_S, settle, (str(task_id),))
         timer.daemon = True
         timer.start()
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def started(sender: Any = None, **_: Any) -> None:
+    """Send `ready` at the first event-loop turn after kombu's first restore sweep (the loop's timer runs
+    the sweep just before the turn's tick callbacks)."""
+    hub = get_event_loop()
+    if hub is None:
+        return
+
+    def turn() -> None:
+        if SweptQoS.swept:
+            hub.on_tick.discard(turn)
+            report(probe.ready)
+
+    hub.on_tick.add(turn)

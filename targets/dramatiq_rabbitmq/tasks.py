@@ -42,10 +42,11 @@ def with_heartbeat(url: str, heartbeat_s: int | None) -> str:
     return f"{url}{'&' if '?' in url else '?'}heartbeat={int(heartbeat_s)}"
 
 
-def broker_for(url: str, heartbeat_s: int | None = None, confirm_delivery: bool = False) -> RabbitmqBroker:
+def broker_for(url: str, heartbeat_s: int | None = None, confirm_delivery: bool = False,
+               kind: type[RabbitmqBroker] = RabbitmqBroker) -> RabbitmqBroker:
     """RabbitmqBroker with Dramatiq's default middleware (AgeLimit, TimeLimit, ShutdownNotifications,
     Callbacks, Pipelines, Retries)."""
-    return RabbitmqBroker(url=with_heartbeat(url, heartbeat_s), confirm_delivery=confirm_delivery)
+    return kind(url=with_heartbeat(url, heartbeat_s), confirm_delivery=confirm_delivery)
 
 
 def report(send: Callable[[], Any]) -> None:

@@ -23,6 +23,11 @@ first line names both pids); the suite's kill and stop reach the whole process t
   consumer reconnected: the delivery tag died with the old channel). So the final snapshot judges
   completions, from the broker's queues. `-p ack_report=after_ack` reports Dramatiq's word instead (ok
   true on every after_ack): README.md's finding shows what that word is worth.
+- `ready`: the `default` queue consumer's first idle turn (ReadyConsumer.__next__ returns None): an inactivity
+  tick of the consumer channel (pika's `consume(inactivity_timeout=...)` yields nothing: no delivery arrived
+  within the consumer's idle timeout). Dramatiq's worker thread iterates its consumer and takes a None as
+  idle; no middleware hook says so, so the broker (ReadyBroker) wraps each consumer its public `consume`
+  returns in one that watches for it.
 
 A probe the sink refuses ends the process at once (tasks.report).
 """
@@ -35,8 +40,10 @@ import os
 import threading
 from typing import Any
 
+from dramatiq.broker import Consumer
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.middleware import Middleware
-from tasks import broker_for, define_actor, report, set_current
+from tasks import QUEUE, broker_for, define_actor, report, set_current
 
 from chaos import probe
 from chaos.worker import log, settings
@@ -44,6 +51,41 @@ from chaos.worker import log, settings
 CFG = settings()
 PARAMS = json.loads(os.environ.get("CHAOS_TARGET_PARAMS") or "{}")
 TRUSTED = True if PARAMS.get("ack_report") == "after_ack" else None  # the ack probe's ok: Dramatiq's word, or unknown
+
+
+
+class ReadyConsumer(Consumer):
+    """The broker's own consumer (`inner`), sending `ready` at its first idle turn on the run's queue. It
+    wraps what Dramatiq's public `Broker.consume` returned, passing every call on."""
+
+    def __init__(self, inner: Consumer, queue_name: str) -> None:
+        self.inner, self.queue_name = inner, queue_name
+
+    def __next__(self) -> Any:
+        """Dramatiq's next message; None (idle) sends `ready` (a process's first call only)."""
+        message = next(self.inner)
+        if message is None and self.queue_name == QUEUE:  # not the delay queue's consumer
+            report(probe.ready)
+        return message
+
+    def ack(self, message: Any) -> None:
+        self.inner.ack(message)
+
+    def nack(self, message: Any) -> None:
+        self.inner.nack(message)
+
+    def requeue(self, messages: Any) -> None:
+        self.inner.requeue(messages)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ReadyBroker(RabbitmqBroker):
+    """Dramatiq's broker, its consumers wrapped in ReadyConsumer."""
+
+    def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> ReadyConsumer:
+        return ReadyConsumer(super().consume(queue_name, prefetch, timeout), queue_name)
 
 
 class Probes(Middleware):
@@ -89,6 +131,6 @@ class Probes(Middleware):
             report(lambda: probe.ack(mine[0], mine[1], TRUSTED))
 
 
-broker = broker_for(os.environ["CHAOS_BACKEND_URL"], int(PARAMS.get("heartbeat_s") or 0) or None)
+broker = broker_for(os.environ["CHAOS_BACKEND_URL"], int(PARAMS.get("heartbeat_s") or 0) or None, kind=ReadyBroker)
 broker.add_middleware(Probes())
 chaos_job = define_actor(broker, CFG.max_attempts, PARAMS)

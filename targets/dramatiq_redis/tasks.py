@@ -42,11 +42,11 @@ def namespace_of(prefix: str) -> str:
     return prefix.rstrip(":") or "dramatiq"
 
 
-def broker_for(url: str, prefix: str, params: dict[str, Any]) -> RedisBroker:
+def broker_for(url: str, prefix: str, params: dict[str, Any], kind: type[RedisBroker] = RedisBroker) -> RedisBroker:
     """RedisBroker (Dramatiq's default middleware: AgeLimit, TimeLimit, ShutdownNotifications, Callbacks,
     Pipelines, Retries) on its own redis-py client, with timeouts so a cut connection fails."""
     client = redis.Redis.from_url(url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S)
-    broker: RedisBroker = RedisBroker(  # type: ignore[no-untyped-call]
+    broker: RedisBroker = kind(
         namespace=namespace_of(prefix), heartbeat_timeout=int(params["heartbeat_timeout_ms"]),
         maintenance_chance=int(params["maintenance_chance"]), client=client)
     return broker

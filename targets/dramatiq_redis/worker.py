@@ -19,6 +19,11 @@ names both pids); the suite's kill and stop reach the whole process tree.
   and, only if it was there, deletes the message; a process whose messages were requeued (its heartbeat
   older than heartbeat_timeout) acks nothing, silently. So before_ack reads the set (SISMEMBER, the
   documented key layout of dispatch.lua) and the ack's `ok` is whether the id was still this process's.
+- `ready`: the `default` queue consumer's first idle turn (ReadyConsumer.__next__ returns None): a fetch (its
+  dispatch script, which also runs the broker's maintenance, the requeue of dead workers' messages, at
+  maintenance_chance) that came back empty. Dramatiq's worker thread iterates its consumer and takes a None as
+  idle; no middleware hook says so, so the broker (ReadyBroker) wraps each consumer its public `consume`
+  returns in one that watches for it.
 
 A probe the sink refuses ends the process at once (tasks.report).
 """
@@ -31,6 +36,8 @@ import os
 import threading
 from typing import Any
 
+from dramatiq.broker import Consumer
+from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import Middleware
 from tasks import QUEUE, broker_for, define_actor, namespace_of, report, set_current
 
@@ -40,6 +47,41 @@ from chaos.worker import log, settings
 CFG = settings()
 PARAMS = json.loads(os.environ.get("CHAOS_TARGET_PARAMS") or "{}")
 URL, PREFIX = os.environ["CHAOS_BACKEND_URL"], os.environ.get("CHAOS_NAMESPACE", "")
+
+
+
+class ReadyConsumer(Consumer):
+    """The broker's own consumer (`inner`), sending `ready` at its first idle turn on the run's queue. It
+    wraps what Dramatiq's public `Broker.consume` returned, passing every call on."""
+
+    def __init__(self, inner: Consumer, queue_name: str) -> None:
+        self.inner, self.queue_name = inner, queue_name
+
+    def __next__(self) -> Any:
+        """Dramatiq's next message; None (idle) sends `ready` (a process's first call only)."""
+        message = next(self.inner)
+        if message is None and self.queue_name == QUEUE:  # not the delay queue's consumer
+            report(probe.ready)
+        return message
+
+    def ack(self, message: Any) -> None:
+        self.inner.ack(message)
+
+    def nack(self, message: Any) -> None:
+        self.inner.nack(message)
+
+    def requeue(self, messages: Any) -> None:
+        self.inner.requeue(messages)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ReadyBroker(RedisBroker):
+    """Dramatiq's broker, its consumers wrapped in ReadyConsumer."""
+
+    def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> ReadyConsumer:
+        return ReadyConsumer(super().consume(queue_name, prefetch, timeout), queue_name)
 
 
 class Probes(Middleware):
@@ -92,6 +134,6 @@ class Probes(Middleware):
             report(lambda: probe.ack(mine[0], mine[1], held))
 
 
-broker = broker_for(URL, PREFIX, PARAMS)
+broker = broker_for(URL, PREFIX, PARAMS, ReadyBroker)
 broker.add_middleware(Probes())
 chaos_job = define_actor(broker, CFG.max_attempts, PARAMS)

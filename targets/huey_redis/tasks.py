@@ -37,9 +37,10 @@ def pool_for(url: str) -> ConnectionPool:
     return ConnectionPool.from_url(url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S)
 
 
-def huey_for(pool: ConnectionPool, namespace: str) -> Any:
-    """The run's huey: RedisHuey on `pool`, its storage named for the run's namespace, storing results."""
-    return RedisHuey(name=namespace or "huey", connection_pool=pool, clean_name=False, results=True,
+def huey_for(pool: ConnectionPool, namespace: str, kind: type[RedisHuey] = RedisHuey) -> Any:
+    """The run's huey: a RedisHuey (`kind`) on `pool`, its storage named for the run's namespace, storing
+    results."""
+    return kind(name=namespace or "huey", connection_pool=pool, clean_name=False, results=True,
                      read_timeout=READ_TIMEOUT_S)
 
 

@@ -16,6 +16,10 @@ thread that runs the task:
 - SIGNAL_INTERRUPTED (the consumer shut down while the task ran): `abandon`, "interrupted"; huey does not
   run an interrupted task again.
 
+- `ready`: the worker thread's first empty dequeue (a BRPOP that timed out after read_timeout), from
+  ReadyHuey.dequeue: huey's Worker.loop calls `huey.dequeue()` after its start-up hooks, and nothing else
+  of the consumer does (the scheduler reads the schedule, not the queue).
+
 A probe the sink refuses ends the process at once (tasks.report).
 """
 
@@ -24,14 +28,27 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from huey import RedisHuey
 from huey.signals import SIGNAL_COMPLETE, SIGNAL_ERROR, SIGNAL_EXECUTING, SIGNAL_INTERRUPTED
 from tasks import attempt_of, define_task, huey_for, pool_for, report, token_of
 
 from chaos import probe
 from chaos.worker import settings
 
+
+class ReadyHuey(RedisHuey):  # type: ignore[misc]
+    """huey's RedisHuey whose dequeue sends `ready` once it comes back empty: the worker is idle."""
+
+    def dequeue(self) -> Any:
+        """huey's dequeue; None (nothing to take) sends `ready` (a process's first call only)."""
+        task = super().dequeue()
+        if task is None:
+            report(probe.ready)
+        return task
+
+
 MAX_ATTEMPTS = settings().max_attempts
-huey = huey_for(pool_for(os.environ["CHAOS_BACKEND_URL"]), os.environ.get("CHAOS_NAMESPACE", ""))
+huey = huey_for(pool_for(os.environ["CHAOS_BACKEND_URL"]), os.environ.get("CHAOS_NAMESPACE", ""), ReadyHuey)
 chaos_job = define_task(huey, MAX_ATTEMPTS)
 
 

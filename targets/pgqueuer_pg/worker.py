@@ -16,6 +16,11 @@ and registers one entrypoint, `chaos_job`, whose body reports what it sees:
 - `abandon` ("canceled") when pgqueuer cancels the running entrypoint (its manager stopping after a failure).
 - no `heartbeat`: pgqueuer writes heartbeats from its own buffer and exposes no hook for them
   (README.md, "Not covered").
+- `ready`: the manager's first dequeue that found nothing (`queries.dequeue` returned no job). pgqueuer's
+  QueueManager.run verifies the schema and starts its LISTEN for new jobs before its first dequeue, and that
+  dequeue query itself is where it retakes a stale `picked` job (heartbeat older than heartbeat_timeout), so
+  an empty first dequeue is a worker past its start-up, idle and waiting for a notice. pgqueuer has no
+  dequeue hook; the PgQueuer's own queries object has its dequeue extended in place.
 
 Blocking calls (the probes, the handler) run in a thread (`asyncio.to_thread`, as pgqueuer's docs say for
 blocking code), so a probe a gate holds blocks only this job, never pgqueuer's event loop and its heartbeats.
@@ -57,6 +62,20 @@ async def report(send: Callable[[], Any]) -> Any:
         os._exit(70)
 
 
+def ready_after_empty_dequeue(queries: Any) -> None:
+    """Extend `queries.dequeue` so that its first empty answer sends `ready`."""
+    dequeue = queries.dequeue
+
+    async def dequeue_then_ready(*args: Any, **kwargs: Any) -> Any:
+        jobs = await dequeue(*args, **kwargs)
+        if not jobs:
+            queries.dequeue = dequeue  # the first empty dequeue only
+            await report(probe.ready)
+        return jobs
+
+    queries.dequeue = dequeue_then_ready
+
+
 @asynccontextmanager
 async def create_pgqueuer() -> AsyncIterator[PgQueuer]:
     cfg = settings()
@@ -91,6 +110,7 @@ async def create_pgqueuer() -> AsyncIterator[PgQueuer]:
         await report(lambda: probe.effect(name, token))
         await report(lambda: probe.ack(name, token, None))
 
+    ready_after_empty_dequeue(pgq.qm.queries)
     try:
         yield pgq
     finally:

@@ -15,6 +15,11 @@ procrastinate runs in the thread that runs the task, around it:
   control's to say (control.py's `completion`), and the queue's record (observer.py) says it too.
 - `call_next()` raised: `abandon`, "handler failed", before procrastinate retries the job
   (procrastinate_retry_job_v2 puts it back to 'todo') or marks it failed.
+- `ready`: the worker's first fetch that found no job (`JobManager.fetch_job` returned None). procrastinate's
+  worker fetches only after its start-up maintenance (`prune_stalled_workers`, then `register_worker`) and
+  after starting its side tasks (the LISTEN for new jobs, the heartbeat), so the worker is then idle and
+  waiting. procrastinate has no fetch hook; the App's own JobManager has its fetch_job extended in place
+  (the instance every task and the worker share).
 
 The variant (`-p stalled_retry=...`) sets the heartbeat: procrastinate's defaults (a heartbeat every 10 s,
 stalled workers pruned after 30 s) for `off`, and short documented knobs for `on`, which the reconciler
@@ -72,4 +77,21 @@ app = procrastinate.App(
     ),
     worker_defaults=worker_options(),  # type: ignore[arg-type]
 )
+
+
+def ready_after_empty_fetch(manager: Any) -> None:
+    """Extend `manager.fetch_job` so that its first None (no job to take) sends `ready`."""
+    fetch = manager.fetch_job
+
+    async def fetch_then_ready(*args: Any, **kwargs: Any) -> Any:
+        job = await fetch(*args, **kwargs)
+        if job is None:
+            manager.fetch_job = fetch  # the first empty fetch only
+            report(probe.ready)  # once per process, and no gate holds it: the loop waits one short post
+        return job
+
+    manager.fetch_job = fetch_then_ready
+
+
+ready_after_empty_fetch(app.job_manager)
 chaos_job = define_task(app, CFG.max_attempts)

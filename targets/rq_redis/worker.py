@@ -13,6 +13,8 @@ tasks.chaos_job and the callbacks that send the probes (tasks.py).
   The control enqueues with `Retry(max=max_attempts - 1)`, which the cleanup also honours for an abandoned
   job.
 
+`--queue-class tasks.ReadyQueue` is RQ's dequeue with the `ready` probe (tasks.py explains the point).
+
 The worker's name is the suite's worker id and the pid (`w1.12345`): RQ refuses a second live worker of a
 name, and a killed worker's key outlives it (its TTL).
 """
@@ -30,6 +32,6 @@ cfg = settings()
 variant = str(cfg.param("monitoring"))
 argv = [sys.executable, "-m", "rq.cli", "worker", "--url", os.environ["CHAOS_BACKEND_URL"],
         "--name", f"{cfg.worker_id}.{os.getpid()}", "--path", os.path.dirname(os.path.abspath(__file__)),
-        *FLAGS[variant], queue_name(os.environ.get("CHAOS_NAMESPACE", ""))]
+        "--queue-class", "tasks.ReadyQueue", *FLAGS[variant], queue_name(os.environ.get("CHAOS_NAMESPACE", ""))]
 sys.stdout.flush()
 os.execv(sys.executable, argv)

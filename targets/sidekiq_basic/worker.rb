@@ -64,8 +64,9 @@ module Chaos
     # POST one probe and return the sink's answer. A sink that refuses or cannot be reached is fatal, as
     # for the suite's own workers: the process exits, and the run names its log's last lines.
     def self.send_probe(point, job, fields)
-      body = fields.merge(job: job, worker: WORKER_ID, pid: Process.pid, clock: Time.now.to_f,
+      body = fields.merge(worker: WORKER_ID, pid: Process.pid, clock: Time.now.to_f,
                           sent: Process.clock_gettime(Process::CLOCK_MONOTONIC))
+      body[:job] = job unless job.nil?  # `ready` names no job
       request = Net::HTTP::Post.new(PROBE_PATH + point, "Content-Type" => "application/json",
                                                         TOKEN_HEADER => RUN_TOKEN)
       request.body = JSON.generate(body)
@@ -98,6 +99,14 @@ module Chaos
     def self.ack(job, token, ok) = send_probe("ack", job, {token: token, ok: ok})
 
     def self.abandon(job, token, reason) = send_probe("abandon", job, {token: token, reason: reason})
+
+    # The worker is idle: sent once per process (a restarted worker is a new one), on its first empty fetch.
+    def self.ready
+      return if @ready_pid == Process.pid
+
+      send_probe("ready", nil, {})
+      @ready_pid = Process.pid
+    end
   end
 
   class HandlerFailed < StandardError; end
@@ -129,6 +138,17 @@ module Chaos
       Sidekiq.redis { |conn| conn.hset("done", id, token) }
     rescue Redis::BaseError => e
       Chaos.log("#{id}: could not record its completion (#{e.class}: #{e.message})")
+    end
+  end
+
+  # `ready` at the processor's first empty fetch: basic fetch's BRPOP timed out (after BasicFetch::TIMEOUT,
+  # 2 s) with nothing to take. Sidekiq has no start-up recovery for basic fetch (nothing remembers a
+  # fetched job) and no hook at the fetch, so the fetch itself is extended.
+  module ReadyFetch
+    def retrieve_work
+      work = super
+      Probe.ready if work.nil?
+      work
     end
   end
 
@@ -171,6 +191,7 @@ end
 # redis-namespace 1.9 calls redis-rb 4.8 the pre-5.0 way (brpop's timeout as a positional argument, sadd's
 # boolean), and redis-rb would warn about it on every fetch.
 Redis.silence_deprecations = true
+Sidekiq::BasicFetch.prepend(Chaos::ReadyFetch)
 Sidekiq::JobRetry.prepend(Chaos::SoonRetry)
 Sidekiq::Scheduled::Poller.prepend(Chaos::NoInitialWait)
 Sidekiq.options[:max_retries] = Chaos::MAX_ATTEMPTS - 1  # a job is dead after MAX_ATTEMPTS executions
