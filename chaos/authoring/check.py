@@ -35,6 +35,7 @@ from chaos.check.verdict import Verdict
 from chaos.errors import HarnessError
 from chaos.events import Event
 from chaos.ledger import read_events
+from chaos.runtime.completions import read_answer
 from chaos.runtime.context import ScenarioContext
 from chaos.runtime.run import RunOptions, run_scenario
 from chaos.scenario import Context, Scenario
@@ -102,14 +103,15 @@ def _states(ctx: Context) -> dict[str, str]:
     return {state.job: state.state for state in ctx.snapshot()}
 
 
-def _completion(control: Control, token: str) -> str:
-    """The control's answer on the ack of JOB by its claim's token: polled for a while where it is not
-    definite at once (a library writes its result store after the ack is reported); a control that keeps
-    no record of completions is asked once."""
+def _completion(control: Control, token: str) -> tuple[str, str]:
+    """The control's answer on the ack of JOB by its claim's token, read as the runtime reads it (an
+    outcome and the source it came from): polled for a while where it is not definite at once (a library
+    writes its result store after the ack is reported); a control that keeps no record of completions is
+    asked once."""
     until = time.monotonic() + ANSWER_S
     while True:
-        answer = str(control.completion(JOB, token))
-        if answer != "unknown" or isinstance(control, KeepsNoCompletions) or time.monotonic() >= until:
+        answer = read_answer(control.completion(JOB, token), f"completion({JOB!r}, {token!r})")
+        if answer[0] != "unknown" or isinstance(control, KeepsNoCompletions) or time.monotonic() >= until:
             return answer
         time.sleep(POLL_S)
 
@@ -162,8 +164,9 @@ def _judge(report: CheckReport, seen: dict[str, Any], verdict: Verdict, ledger: 
         acks = [e for e in ledger if e.kind == events.PROBE_ACK and e.job == JOB]
         # A control may answer only once no consumer holds the job (dramatiq_rabbitmq): the run asks
         # again before its final snapshot, and that last word counts too.
-        final = [e.data.get("outcome") for e in ledger if e.kind == events.COMPLETION and e.job == JOB]
-        answer = seen["completion"] if seen["completion"] != "unknown" or not final else str(final[-1])
+        final = [(str(e.data.get("outcome")), source_of(e)) for e in ledger
+                 if e.kind == events.COMPLETION and e.job == JOB]
+        answer = seen["completion"] if seen["completion"][0] != "unknown" or not final else final[-1]
         fault_paths.judge_completion(report.passed, report.problems, JOB, WORKER,
                                      acks[-1].data.get("ok") if acks else False, answer,
                                      seen["keeps_no_completions"])

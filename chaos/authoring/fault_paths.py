@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from chaos import events
+from chaos.check.control_answers import evidence_words
 from chaos.check.strays import strays
 from chaos.contract import Contract
 from chaos.events import Event
@@ -93,32 +94,39 @@ def judge_failure(passed: Lines, problems: Lines, job: str, ledger: list[Event],
     passed.append(f"{retried.worker} claimed {job} again (token {retried.data.get('token')!r}): the queue retried it")
 
 
-def judge_completion(passed: Lines, problems: Lines, job: str, worker: str, ok: object, answer: str | None,
-                     keeps_no_completions: bool) -> None:
-    """The control's completion(job, token) for the execution whose ack the worker reported: it must see
-    the completion (accepted, or done), unless it declares it keeps no record of completions and the
-    worker's own ok=True vouches for the ack."""
+def judge_completion(passed: Lines, problems: Lines, job: str, worker: str, ok: object,
+                     answer: tuple[str, str] | None, keeps_no_completions: bool) -> None:
+    """The control's completion(job, token) for the execution whose ack the worker reported, as (outcome,
+    source): it must see the completion (accepted, or done), unless it declares it keeps no record of
+    completions and the worker's own ok=True vouches for the ack. An answer from a source that decides no
+    ack (a result store) proves the job completed, as done does: the ack is left to the worker's report."""
     if ok is False or answer is None:
         return  # a refused ack is its own problem; no answer: the run ended before the question
+    outcome, source = answer
     asked = f"completion({job!r}, its claim's token), asked after the ack and again before the final snapshot,"
-    if ok is None and answer == "accepted":
+    if outcome == "accepted" and source not in events.ACK_SOURCES:
+        # events.SOURCES less ACK_SOURCES is the result store alone: it records that the task ran, whoever acked.
+        stored = f"the control says a result store holds its result: that proves {job} completed"
+        passed.append(f"{worker} acked {job} with ok null, and {stored}, not that the queue took its ack"
+                      if ok is None else f"{worker} acked {job} with ok={ok!r}, which decides the ack, and {stored}")
+    elif ok is None and outcome == "accepted":
         passed.append(f"{worker} acked {job} with ok null, and the control says the queue took the completion")
-    elif ok is None and answer == "done":
+    elif ok is None and outcome == "done":
         passed.append(f"{worker} acked {job} with ok null, and the control says the queue completed the job (not by "
                       "whose ack: a stale owner's accepted ack cannot be told from this one's)")
-    elif answer in ("accepted", "done"):
-        passed.append(f"the control's completion({job!r}, its claim's token) answered {answer}, as the ack says")
-    elif answer == "unknown" and keeps_no_completions and ok is True:
+    elif outcome in ("accepted", "done"):
+        passed.append(f"the control's completion({job!r}, its claim's token) answered {outcome}, as the ack says")
+    elif outcome == "unknown" and keeps_no_completions and ok is True:
         passed.append(f"the control keeps no record of which execution completed a job (KeepsNoCompletions): "
                       f"the ack's ok=true decides {job}'s completion")
     else:
         problems.append(
-            f"{worker} acked {job} (ok={ok!r}), but the control's {asked} answered {answer!r}: a completion the "
-            "control cannot see. completion() must read the queue's record of who completed the job (a done "
-            "hash, a result store, a row's completing token) and answer accepted or done for an ack the queue "
-            "took (huey_redis reads huey's result store). A queue that keeps no record of it answers unknown "
-            "through KeepsNoCompletions, and its workers must then learn from the queue whether each ack took "
-            "(ok true or false, never null).")
+            f"{worker} acked {job} (ok={ok!r}), but the control's {asked} answered {outcome!r} (from "
+            f"{evidence_words(source)}): a completion the control cannot see. completion() must read the queue's "
+            "record of who completed the job (a done hash, a result store, a row's completing token) and answer "
+            "accepted or done for an ack the queue took (huey_redis reads huey's result store). A queue that "
+            "keeps no record of it answers unknown through KeepsNoCompletions, and its workers must then learn "
+            "from the queue whether each ack took (ok true or false, never null).")
 
 
 def judge_tokens(passed: Lines, problems: Lines, ledger: list[Event], worker_leases: bool) -> bool:

@@ -74,10 +74,11 @@ def test_a_failure_abandoned_as_lost_or_not_reported_is_named() -> None:
     assert silent and silent[0].startswith("No abandon (nor an ack with ok=false) for job-0003")
 
 
-def completion(ok: object, answer: str, keeps_none: bool = False) -> tuple[list[str], list[str]]:
+def completion(ok: object, answer: str, keeps_none: bool = False,
+               source: str = "queue") -> tuple[list[str], list[str]]:
     passed: list[str] = []
     problems: list[str] = []
-    fault_paths.judge_completion(passed, problems, "job-0001", "w1", ok, answer, keeps_none)
+    fault_paths.judge_completion(passed, problems, "job-0001", "w1", ok, (answer, source), keeps_none)
     return passed, problems
 
 
@@ -90,6 +91,21 @@ def test_a_completion_the_control_cannot_see_is_named() -> None:
 def test_near_miss_an_answer_that_agrees_or_a_control_that_keeps_no_record() -> None:
     assert not completion(True, "accepted")[1] and not completion(None, "done")[1]
     assert not completion(True, "unknown", keeps_none=True)[1], "the worker's ok=true vouches for the ack"
+
+
+def test_a_result_store_that_holds_no_result_is_a_completion_the_control_cannot_see() -> None:
+    problems = completion(None, "unknown", source="result-store")[1]
+    assert problems and "answered 'unknown' (from a result store" in problems[0], problems
+
+
+def test_near_miss_a_result_stores_accepted_proves_the_job_completed_not_the_ack() -> None:
+    """The Celery controls answer ("accepted", "result-store"): the task ran to completion. That completes
+    the job for the check, as done does, and leaves the ack to the worker's report (the broker's answer)."""
+    for ok, judged in ((True, "with ok=True, which decides the ack"), (None, "with ok null, and the control says "
+                                                                          "a result store")):
+        passed, problems = completion(ok, "accepted", source="result-store")
+        assert not problems and judged in passed[0], (ok, passed, problems)
+        assert "holds its result: that proves job-0001 completed" in passed[0], passed
 
 
 def test_a_wrong_token_is_named_and_the_right_one_passes() -> None:
