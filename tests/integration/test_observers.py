@@ -17,10 +17,13 @@ from chaos.ledger import read_events
 from tests.integration.runner import CliResult, chaos
 
 SCENARIO = "kill_after_effect_before_ack"
+# Acks are decided by the workers' reports, and by the queue's record where the observer covers completions.
 CASES = [  # target, what its observer covers, verdict.json's evidence
-    ("redis_reliable", ["claim", "complete", "fail", "release"], {"claims": "queue", "completions": "queue"}),
-    ("rabbitmq_ack", ["claim", "fail"], {"claims": "queue", "completions": "probes"}),
+    ("redis_reliable", ["claim", "complete", "fail", "release"],
+     {"claims": "queue", "completions": "queue", "acks": "queue, worker"}),
+    ("rabbitmq_ack", ["claim", "fail"], {"claims": "queue", "completions": "probes", "acks": "worker"}),
 ]
+PROBES_ALONE = {"claims": "probes", "completions": "probes", "acks": "worker"}
 
 
 def run(tmp_path: Path, target: str, scenario: str, *args: str) -> CliResult:
@@ -66,7 +69,7 @@ def test_the_queues_record_names_each_worker_and_judges_as_the_probes_do(
     assert_recorded_as_reported(observed, covers)
     assert not [a for a in observed.verdict["anomalies"] if a["kind"] == "sources_disagree"], observed.stdout
     alone = run(tmp_path / "probes", target, SCENARIO, "--no-observer")
-    assert alone.verdict["evidence"] == {"claims": "probes", "completions": "probes"}
+    assert alone.verdict["evidence"] == PROBES_ALONE
     assert not [e for e in read_events(alone.dir / "ledger.sqlite") if e.kind.startswith(events.QUEUE_PREFIX)]
     for key in ("verdict", "counts", "jobs"):
         assert alone.verdict[key] == observed.verdict[key], key
@@ -90,4 +93,4 @@ def test_on_a_redis_server_of_yours_the_observer_covers_nothing_and_says_why(tmp
     start = next(e for e in ledger if e.kind == events.OBSERVER_START)
     assert start.data["covers"] == [] and "replica" in start.data["note"]
     assert not [e for e in ledger if e.kind.startswith(events.QUEUE_PREFIX)]
-    assert result.verdict["evidence"] == {"claims": "probes", "completions": "probes"}
+    assert result.verdict["evidence"] == PROBES_ALONE

@@ -45,8 +45,10 @@ def test_target_check_finds_every_seam_holding(tmp_path: Path) -> None:
     (ack,) = [e for e in ledger if e.kind == events.PROBE_ACK and e.job == "job-0001"]  # the fault-free job
     (answer,) = [e for e in ledger if e.kind == events.COMPLETION and e.job == "job-0001"]
     assert ack.data["ok"] is None and answer.seq > ack.seq
-    assert answer.data == {"token": ack.data["token"], "outcome": "accepted"}
-    assert result.verdict["evidence"]["claims"] == "queue"
+    # The answer names its source: pgqueuer_log is the queue's record of whose ack completed the job, which
+    # decides the ack (a result store would prove the job completed, no ack); so the verdict's acks are the queue's.
+    assert answer.data == {"token": ack.data["token"], "outcome": "accepted", "source": "queue"}
+    assert result.verdict["evidence"]["claims"] == "queue" and result.verdict["evidence"]["acks"] == "queue"
 
 
 def test_the_kill_cell_is_judged_from_pgqueuers_record(tmp_path: Path) -> None:
