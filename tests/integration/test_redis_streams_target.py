@@ -46,7 +46,8 @@ def test_a_killed_consumers_entry_is_taken_by_xautoclaim_after_the_lease(tmp_pat
     # Redis's own record: the XCLAIM it replicated for the XAUTOCLAIM names the new consumer and counter 2.
     recorded = [e for e in ledger if e.kind == events.QUEUE_CLAIM and e.job == held.job]
     assert [(e.worker, e.data["token"]) for e in recorded] == [(e.worker, e.data["token"]) for e in claims]
-    assert verdict["evidence"] == {"claims": "queue", "completions": "queue"}
+    # Acks are decided by the workers' XACK replies and by Redis's record of each XACK the observer read.
+    assert verdict["evidence"] == {"claims": "queue", "completions": "queue", "acks": "queue, worker"}
     # Not before the entry had been idle for the lease (XAUTOCLAIM's min-idle-time) since the owner's last
     # extension (one heartbeat period before the kill, two on a loaded machine).
     (recovery,) = verdict["recovery"]["jobs"][held.job]
