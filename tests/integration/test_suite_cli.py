@@ -251,4 +251,4 @@ def test_a_run_with_no_or_an_unknown_status_is_refused(tmp_path: Path, shards: d
         edit(shard, lambda document: record(document, RELIABLE).update(status=status))
     found = "no status" if status is None else f"status = {status!r}"
     refused(merge_of(tmp_path, shard, shards["hit-2"]), f"the run {RELIABLE} has {found}; expected one of pass, "
-            "xfail, inconclusive, fail, error")
+            "xfail, skipped, inconclusive, fail, error")
