@@ -5,10 +5,12 @@ lives in the suite's process where arq cannot be imported (arq 0.28 pins redis<6
 
 One JSON request a line on stdin, one JSON answer a line on stdout, until stdin closes. Everything goes
 through arq's public API: `create_pool` and `ArqRedis.enqueue_job` (with `_job_id`, arq's documented custom
-job id: `<namespace><job>`), `Job.status()`, `Job.result_info()`, `ArqRedis.queued_jobs()`. Requests:
+job id: `<namespace><job>`), `Job.status()`, `Job.result_info()`. Requests:
 
 - {"op": "enqueue", "jobs": [[job, payload], ...]}: enqueue `chaos_job(job, payload)` for each, in order.
-- {"op": "snapshot", "jobs": [job, ...]}: each job's arq status, with its result's try and success.
+- {"op": "snapshot", "jobs": [job, ...]}: each job's arq status, with its result's try and success. Read
+  job by job, never through `ArqRedis.queued_jobs()`: that lists the queue's ids, then reads each job's key,
+  and raises 'job ... not found' for a job a worker finished in between (a failed job, deleted at once).
 - {"op": "result", "job": job}: the stored result's try and success (null without one).
 - {"op": "close"}: delete the run's arq keys that do not start with the namespace (arq names every job key
   `arq:<kind>:<job id>`, from arq.constants), then exit.
@@ -72,8 +74,7 @@ class Helper:
             if status.value == "complete":
                 entry["result"] = await self.result(job)
             found[job] = entry
-        queued = [d.job_id for d in await pool.queued_jobs()]
-        return {"jobs": found, "queued": queued}
+        return {"jobs": found}
 
     async def close(self) -> int:
         pool = await self.redis()
