@@ -46,17 +46,19 @@ EXAMPLES = (
     Example("stuck-summary", STUCK),
     Example("stuck-verdict", STUCK, keys=("verdict", "counts", "faults", "violations", "evidence", "reproduce")),
     Example("target-check", ("target", "check", "pg_lease")),
+    Example("target-check-copy", ("target", "check", "redis_reliable")),
 )
 
 
 def run(argv: tuple[str, ...], runs_dir: Path) -> str:
-    """The command's stdout, its run dirs shown under `runs/` as a user's default --runs-dir would have them."""
+    """The command's stdout, its run dirs shown under `runs/` as a user's default --runs-dir would have them,
+    and paths in this checkout relative to it (where the checkout is varies)."""
     env = {**os.environ, "CHAOS_RUNS_DIR": str(runs_dir), "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "chaos", *argv], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     if not done.stdout.strip():
         raise RuntimeError(f"`chaos {' '.join(argv)}` printed nothing (exit {done.returncode}): {done.stderr}")
-    return done.stdout.replace(str(runs_dir), "runs")
+    return done.stdout.replace(str(runs_dir), "runs").replace(f"{REPO}/", "")
 
 
 def verdict_excerpt(stdout: str, runs_dir: Path, keys: tuple[str, ...]) -> str:
