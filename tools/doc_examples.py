@@ -47,6 +47,8 @@ EXAMPLES = (
     Example("stuck-verdict", STUCK, keys=("verdict", "counts", "faults", "violations", "evidence", "reproduce")),
     Example("target-check", ("target", "check", "pg_lease")),
     Example("target-check-copy", ("target", "check", "redis_reliable")),
+    Example("huey-held-to-redelivery", ("run", "--target", "huey_redis", "--scenario", "kill_after_claim_before_effect",
+                                        "--seed", "1", "-c", "on_owner_loss=redeliver")),
 )
 
 
@@ -123,6 +125,7 @@ NORMAL = (
     (re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+(\+\d\d:\d\d)?"), "<timestamp>"),
     (re.compile(r"\d{8}-\d{6}-\d{6}"), "<stamp>"),
     (re.compile(r"\b[0-9a-f]{32}\b"), "<hex>"),
+    (re.compile(r"\b[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}\b"), "<uuid>"),
     (re.compile(r"\bpids?[ =]\[[\d, ]*\]"), "pids"),
     (re.compile(r"\bpid[=\s]\d+"), "pid"),
     (re.compile(r"\b(clock|sent|create_time)=[\d.]+"), r"\1"),
