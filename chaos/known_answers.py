@@ -1,13 +1,13 @@
 """The known-answer matrix, as data beside the bundled targets (targets/known_answers.toml): which
 verdict each target and variant must give on each scenario, every time, and which violation it must
 name. It is a suite file (`chaos suite targets/known_answers.toml` runs it, `chaos.suite.spec` reads it);
-the matrix test, the README check, the repeat and the mutation-score benchmarks read it from here.
+the matrix test, the docs' check, the repeat and the mutation-score benchmarks read it from here.
 
 Every target the file calls `correct` passes every scenario found (chaos.discovery: in this repository,
 the bundled ones): a pass cell is made for each pair the file does not list itself, so a new scenario is
 a known answer for every correct target at once.
 The listed cells are the ones with something to say (a broken variant and the violation that catches
-it, exact counts, a recovery bound), and README's table shows exactly those."""
+it, exact counts, a recovery bound), and docs/reference/known-answers.md shows exactly those."""
 
 from __future__ import annotations
 

@@ -23,11 +23,12 @@ UNIT_DIR = Path(__file__).parent / "unit"
 # the README's command within its five minutes: 381 s in a clean-clone CI run with them) the end-to-end runs
 # of the pytest plugin, the observers, suites, the scaffold of every kind, Sidekiq, the RabbitMQ node, the
 # interrupted and killed runners, the installed wheel, runs that user code tries to keep going, and the
-# target check's broken little targets (each a three-job check run).
+# target check's broken little targets (each a three-job check run), and the docs' example outputs, run again.
 FULL_TIER = ("test_matrix.py", "test_ci_templates.py", "test_pytest_plugin.py", "test_observers.py",
              "test_broker_backends.py", "test_suite_cli.py", "test_target_authoring.py", "test_sidekiq_worker.py",
              "test_interrupt.py", "test_killed_runner_leaves_nothing.py", "test_installed_wheel.py",
-             "test_run_ends_whatever_user_code_does.py", "test_target_check_paths.py")
+             "test_run_ends_whatever_user_code_does.py", "test_target_check_paths.py",
+             "test_doc_examples.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:

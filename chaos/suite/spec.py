@@ -84,8 +84,8 @@ def find_suite_file(given: Path | None) -> Path:
     if pyproject.is_file() and _has_tool_chaos(_read(pyproject)):
         return pyproject
     raise ConfigError(f"No suite file here: expected {SUITE_FILE}, or a pyproject.toml with a [tool.chaos] table, "
-                      "in the current directory, or a file named on the command line (chaos suite FILE). README's "
-                      "'Suites' section shows one.")
+                      "in the current directory, or a file named on the command line (chaos suite FILE). "
+                      "docs/suites-and-ci.md shows one.")
 
 
 def load_suite(path: Path, *, seeds: tuple[int, ...] | None = None, repeat: int | None = None,
@@ -229,7 +229,7 @@ def _tool_chaos(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     if not isinstance(suite, dict):
         where = "tool.chaos" if isinstance(tool, dict) else "tool"
         raise ConfigError(f"{path}: {where} = {suite!r}; expected a [tool.chaos] table holding the suite (seeds, "
-                          "[[tool.chaos.cell]] tables), as README's 'Suites' section shows.")
+                          "[[tool.chaos.cell]] tables), as docs/suites-and-ci.md shows.")
     return suite
 
 

@@ -6,7 +6,7 @@ sharing a RabbitMQ node per worker slot where a cell needs no control of the bro
 that suite, and checks beside it that nothing of any run was left running or stopped and that no job is
 lost where the scenario promises it.
 
-The rest checks the file itself against README's table and its own rules."""
+The rest checks the file itself against docs/known-answers.md and its own rules."""
 
 from __future__ import annotations
 
@@ -48,13 +48,10 @@ def test_the_known_answer_suite(tmp_path: Path) -> None:
         assert not run_processes(out / cell["run_dir"]), cell["key"]
 
 
-def test_readme_matrix_matches_the_known_answers() -> None:
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Known answers"):]
-    rows = set(re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| (\w+) \| `?([\w-]+)`? \|", section, re.MULTILINE))
-    expected = {(cell.variant, cell.scenario_variant, cell.verdict, cell.violation or "none")
-                for cell in MATRIX if cell.listed}
-    assert rows == expected
+def test_the_known_answers_page_names_the_correct_targets_and_the_cells() -> None:
+    # the listed cells' table is generated from the file (docs/reference/known-answers.md): only the prose is
+    # written by hand, and this keeps its claims true
+    section = (REPO / "docs" / "known-answers.md").read_text()
     named = re.search(r"against\s+every correct target\*\*\s+\(([^)]*)\)", section)
     assert named is not None and re.findall(r"`(\w+)`", named.group(1)) == correct_targets()
     assert f"every cell ({len(MATRIX)})" in section

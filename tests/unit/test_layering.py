@@ -32,7 +32,7 @@ PUBLIC = {"chaos": set(chaos.__all__), "chaos.worker": set(chaos.worker.__all__)
 WORKER_SIDE = [PACKAGE / "__init__.py", PACKAGE / "events.py", PACKAGE / "probe.py",
                *sorted((PACKAGE / "worker").glob("*.py"))]
 # What each part of the library may import of the rest (longest prefix wins); imports under
-# `if TYPE_CHECKING:` are annotations only and do not count. README's layout table says the same.
+# `if TYPE_CHECKING:` are annotations only and do not count. docs/development.md's layout table says the same.
 LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.events": (),
     "chaos.errors": (),

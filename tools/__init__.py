@@ -1,0 +1,1 @@
+"""Maintainers' tools that are no part of the installed package: the docs' example outputs."""
