@@ -168,6 +168,10 @@ def findings() -> str:
 
 def violations() -> str:
     witnesses = load_witnesses()
+    missing = [kind for kind in VIOLATION_KINDS if kind not in witnesses]
+    if missing:
+        raise ValueError(f"docs/reference/witnesses.json has no witness of {', '.join(missing)}: capture them with "
+                         f"python3 -m chaos.reference.witnesses {' '.join(missing)}")
     lines = [GENERATED, "# Violations", "",
              "One section per violation kind the checker can emit (`chaos.check.violation_kinds`): the rule, the "
              "contract keys that govern it, the usual fix, and a witness a real run gave (captured by "
