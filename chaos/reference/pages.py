@@ -130,7 +130,7 @@ def _plain_pass(cell: Cell, correct: list[str]) -> bool:
 def known_answers() -> str:
     cells, correct = load(), correct_targets()
     listed = [cell for cell in cells if not _plain_pass(cell, correct)]
-    lines = [GENERATED, "# Known answers", "",
+    lines = [GENERATED, "# Known-answer cells", "",
              f"The known-answer matrix (`{matrix_file().relative_to(matrix_file().parents[1])}`, read by "
              "`chaos.known_answers`): the verdict each bundled target and variant must give on each scenario, every "
              f"time, and the violation it must name. `chaos suite targets/known_answers.toml` runs all {len(cells)} "
@@ -145,24 +145,29 @@ def known_answers() -> str:
 
 def findings() -> str:
     cells = [*load_suite(LIBRARIES).cells, *(cell for cell in load() if cell.target == HUEY)]
-    columns: dict[tuple[str, tuple[str, ...]], dict[str, list[str]]] = {}
+    columns: dict[tuple[str, tuple[str, ...]], list[Cell]] = {}
     for cell in cells:
-        said = cell.verdict if not cell.violation else f"**{cell.violation}**"
-        if cell.contract:
-            said += " (" + ", ".join(f"-c {c}" for c in cell.contract) + ")"
-        columns.setdefault((cell.target, cell.params), {}).setdefault(cell.scenario, []).append(said)
-    scenario_names = sorted({cell.scenario for cell in cells})
-    header = ("scenario", *(f"`{target}`" + "".join(f" -p {p}" for p in params) for target, params in columns))
-    rows = [(f"[`{name}`](scenarios.md#{name})", *("<br>".join(column.get(name, [])) or "no cell"
-                                                     for column in columns.values()))
-            for name in scenario_names]
-    lines = [GENERATED, "# Library findings", "",
+        columns.setdefault((cell.target, cell.params), []).append(cell)
+    header, entries = ["scenario"], []
+    for (target, params), found in columns.items():
+        shared = [c for c in found[0].contract if all(c in cell.contract for cell in found)]  # the column's -c
+        header.append(" ".join([f"`{target}`", *(f"-p {p}" for p in params), *(f"-c {c}" for c in shared)]))
+        said: dict[str, list[str]] = {}
+        for cell in found:
+            extra = "".join(f" (-c {c})" for c in cell.contract if c not in shared)
+            said.setdefault(cell.scenario, []).append((f"**{cell.violation}**" if cell.violation else cell.verdict)
+                                                      + extra)
+        entries.append(said)
+    rows = [(f"[{name}](scenarios.md#{name})", *("<br>".join(said.get(name, [])) or "–" for said in entries))
+            for name in sorted({cell.scenario for cell in cells})]
+    lines = [GENERATED, "# Library findings grid", "",
              "The library adapters' known answers: each column a library's own worker as an adapter runs it "
-             "(`targets/<adapter>/`, with `-p` settings), each row a bundled scenario, each entry the verdict "
-             "that cell gave on every one of at least 3 runs (a `-c` holds the library to a promise beyond its "
-             "adapter's contract). The cells are those of `targets/libraries.toml` (and huey's, in "
-             "`targets/known_answers.toml`). \"no cell\": not applicable, a verdict that varies, or a run too "
-             "slow for CI; the adapter's own README says which, with each finding's reproduce line and witness.", ""]
+             "(`targets/<adapter>/`, with its `-p` settings, and `-c` where the column holds the library to a "
+             "promise beyond its adapter's contract), each row a bundled scenario, each entry the verdict that "
+             "cell gave on every one of at least 3 runs. The cells are those of `targets/libraries.toml` (and "
+             "huey's, in `targets/known_answers.toml`). A dash: no cell (not applicable, a verdict that varies, or "
+             "a run too slow for CI); the adapter's own README says which, with each finding's reproduce line and "
+             "witness.", ""]
     return "\n".join(lines + _table(header, rows))
 
 
@@ -181,9 +186,9 @@ def violations() -> str:
         witness = witnesses[kind.name]
         keys = ", ".join(f"`{key}`" for key in kind.keys) or "none: always a violation"
         lines += [f"## `{kind.name}` {{#{kind.name}}}", "", kind.rule, "", f"**Contract keys:** {keys}.", "",
-                  f"**Usual fix:** {kind.fix}", "", f"**Witness** (from {witness.source}):", "",
-                  "```", f"$ {witness.command}", f"violation {kind.name} {witness.job or ''}: {witness.message}",
-                  *("    " + line for line in witness.lines), "```", ""]
+                  f"**Usual fix:** {kind.fix}", "", f"**Witness**, from {witness.source}: `{witness.command}`", "",
+                  f"> violation {kind.name} {witness.job or ''}: {witness.message}", "",
+                  "```text", *witness.lines, "```", ""]
     return "\n".join(lines)
 
 
