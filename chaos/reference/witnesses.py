@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -20,7 +21,8 @@ from typing import Any
 from chaos import events
 from chaos.check.checker import judge
 from chaos.check.violation_kinds import VIOLATION_KINDS
-from chaos.known_answers import load
+from chaos.discovery import bundled
+from chaos.known_answers import bundled_scenarios, load
 from chaos.ledger import Ledger
 from chaos.reports.text import witness_line
 from chaos.runtime.sink import Sink
@@ -125,17 +127,28 @@ def _verdicts(roots: list[Path]) -> Iterator[dict[str, Any]]:
                 yield found
 
 
+def _same_run(reproduce: str, cell: Cell) -> bool:
+    """Whether `reproduce` (a verdict's `chaos run` line) runs `cell`, whatever its seed."""
+    argv = shlex.split(reproduce)[2:]
+    if "--seed" in argv:
+        del argv[argv.index("--seed"):argv.index("--seed") + 2]
+    return sorted(argv) == sorted(["--target", cell.target, "--scenario", cell.scenario, *cell.settings_argv()])
+
+
 def harvest(kind: str, roots: list[Path]) -> Witness | None:
-    """The witness of `kind` in the runs under `roots` (each a run dir with its ledger): a run of its
-    known-answer cell if there is one."""
+    """The witness of `kind` in the runs under `roots` (each a run dir with its ledger) of a bundled target and
+    scenario: a run of its known-answer cell if there is one."""
     cell = _cell_of(kind)
     fallback = None
+    targets, scenarios = {p.parent.name for p in bundled("targets").glob("*/target.toml")}, bundled_scenarios()
     for verdict in _verdicts(roots):
-        if cell is not None and (verdict.get("target"), verdict.get("scenario")) == (cell[0].target, cell[0].scenario):
+        if verdict.get("target") not in targets or verdict.get("scenario") not in scenarios:
+            continue  # a test's own target or scenario, which a reader cannot run
+        if cell is not None and _same_run(verdict["reproduce"], cell[0]):
             found = _found(kind, verdict, f"a cell of {cell[1]}")
             if found is not None:
                 return found
-        fallback = fallback or _found(kind, verdict, "a run of the known-answer suite")
+        fallback = fallback or _found(kind, verdict, "a run of a bundled target")
     return fallback
 
 

@@ -116,3 +116,11 @@ def test_the_site_opens_in_a_browser_with_its_nav_the_cli_and_violation_anchors(
     landed = re.search(r'<pre id="result">landed #(\w+) on H2#(\w+)</pre>', probe)
     assert landed, re.findall(r'<pre id="result">.*?</pre>', probe)
     assert landed[1] == landed[2] and landed[1] in VIOLATION_KINDS, landed[0]
+
+
+def test_the_hook_is_strictly_typed() -> None:
+    # docs/hooks.py lives outside chaos/ (mypy's files), beside the pages MkDocs reads: checked here, where
+    # MkDocs is installed, as strictly as the library.
+    result = subprocess.run([sys.executable, "-m", "mypy", "--strict", str(REPO / "docs" / "hooks.py")], cwd=REPO,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
