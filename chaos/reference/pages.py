@@ -55,7 +55,9 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[tuple[str, ...]]:
         takes = "" if action.nargs == 0 else f"`{action.metavar or action.dest.upper()}`"
         if action.choices is not None:
             takes = ", ".join(f"`{choice}`" for choice in action.choices)
-        default = "" if action.default in (None, [], argparse.SUPPRESS) or action.nargs == 0 else f"`{action.default}`"
+        # a default the help already words (the number of CPUs) is not this machine's value
+        said = action.default in (None, [], argparse.SUPPRESS) or action.nargs == 0 or "default" in (action.help or "")
+        default = "" if said else f"`{action.default}`"
         required = "required" if action.required or not action.option_strings and action.nargs != "?" else ""
         rows.append((names, takes, default or required, action.help or ""))
     return rows
