@@ -158,7 +158,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--from", dest="roots", type=Path, action="append", default=[],
                         help="take witnesses from the runs under this directory instead of running (repeatable)")
     args = parser.parse_args(argv)
-    kept = load_witnesses() if WITNESSES.exists() else {}
     missing = []
     for kind in args.kinds or list(VIOLATION_KINDS):
         found = harvest(kind, args.roots) if args.roots and kind != "unexpected" else capture(kind)
@@ -166,7 +165,7 @@ def main(argv: list[str]) -> int:
         if found is None:
             missing.append(kind)
             continue
-        kept[kind] = found
+        kept = {**(load_witnesses() if WITNESSES.exists() else {}), kind: found}  # the file as it is now
         WITNESSES.write_text(json.dumps([asdict(kept[k]) for k in VIOLATION_KINDS if k in kept], indent=2) + "\n")
     return 1 if missing else 0
 
