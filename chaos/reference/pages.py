@@ -84,8 +84,8 @@ def kinds() -> str:
     for kind, package in KINDS.items():
         found = providers(kind)
         lines += [f"### `{kind}`", "", _first_paragraph(importlib.import_module(package).__doc__), ""]
-        rows = [(f"`{name}`", ", ".join(f"`{o.name}` (default `{o.default}`): {o.doc}" for o in provider.options))
-                for name, provider in found.items()]
+        rows = [(f"`{name}`", "; ".join(f"`{o.name}` (default `{o.default}`): {o.doc}" for o in provider.options)
+                 or "–") for name, provider in found.items()]
         lines += _table(("provider", "server settings (target.toml's [server])"), rows)
     lines += ["## Fault kinds", "",
               "reach: whose executions it reaches; takes owner: the jobs it reaches lose their owner (their "
