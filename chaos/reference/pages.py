@@ -181,8 +181,9 @@ def violations() -> str:
                          f"python3 -m chaos.reference.witnesses {' '.join(missing)}")
     lines = [GENERATED, "# Violations", "",
              "One section per violation kind the checker can emit (`chaos.check.violation_kinds`): the rule, the "
-             "contract keys that govern it, the usual fix, and a witness a real run gave (captured by "
-             "`python3 -m chaos.reference.witnesses`, which runs each kind's known-answer cell with seed 1). A "
+             "contract keys that govern it, the usual fix, and a witness a real run gave, with the command that "
+             "shows it again (captured by `python3 -m chaos.reference.witnesses`: a kind's known-answer cell where "
+             "one names it, and each witness says which run it comes from). A "
              "report names each violation with a link here (`docs/reference/violations.md#<kind>`).", ""]
     for kind in VIOLATION_KINDS.values():
         witness = witnesses[kind.name]
