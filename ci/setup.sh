@@ -12,7 +12,7 @@ ruby -e 'require "redis/namespace"' >/dev/null 2>&1 || need_debs+=(ruby-redis-na
   || need_debs+=(libfaketime faketime)
 # Docker's engine, for the docker provider and workers in containers (started below, if none runs).
 command -v dockerd >/dev/null 2>&1 || need_debs+=(docker.io)
-# Headless Chromium (and its WebDriver) for the test that opens report.html in a browser.
+# Headless Chromium (and its WebDriver) for the tests that open report.html and the docs site in a browser.
 command -v chromium >/dev/null 2>&1 || need_debs+=(chromium chromium-driver)
 if [ ${#need_debs[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -20,7 +20,7 @@ if [ ${#need_debs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_debs[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[test,libraries,docker]"
+python3 -m pip install -q --disable-pip-version-check -e ".[test,libraries,docker,docs]"
 bash ci/start_docker.sh
 # arq pins a redis client the rest outgrow: a virtualenv of its own (targets/arq_redis/README.md).
 bash ci/setup_arq.sh

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from chaos.check.violation_kinds import VIOLATION_KINDS
+
 # skipped: the scenario needs what the contract does not promise (its REQUIRES), so nothing ran: not 0,
 # which means a proven pass.
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 3, "inconclusive": 4, "skipped": 5}
@@ -23,6 +25,11 @@ class Violation:
     witness: list[dict[str, Any]] = field(default_factory=list)
     # Machine-readable facts behind the message (exposure_s, recovery_s, bound_s, workers, tokens, fault...).
     detail: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # One list of kinds (chaos.check.violation_kinds): the docs explain each, and reports link to it.
+        if self.kind not in VIOLATION_KINDS:
+            raise ValueError(f"violation kind {self.kind!r} is not in chaos.check.violation_kinds")
 
 
 @dataclass(frozen=True)

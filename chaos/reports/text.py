@@ -11,6 +11,7 @@ from typing import Any
 
 from chaos import events
 from chaos.check.verdict import Verdict
+from chaos.check.violation_kinds import doc_anchor
 from chaos.errors import ConfigError
 from chaos.events import Event
 from chaos.reports import timeline
@@ -77,7 +78,7 @@ def markdown(verdict: Verdict) -> str:
     return "\n".join(lines)
 
 
-def _witness_line(entry: dict[str, Any]) -> str:
+def witness_line(entry: dict[str, Any]) -> str:
     data = " ".join(f"{k}={v}" for k, v in sorted(entry["data"].items()) if k not in WITNESS_QUIET)
     who = " ".join(f"{k}={entry[k]}" for k in ("job", "worker") if entry.get(k))
     return f"#{entry['seq']:<5} +{entry['t']:8.3f}s  {entry['kind']:<16} {who} {data}".rstrip()
@@ -114,11 +115,12 @@ def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
                      f"log: {exit.get('log')}")
         lines += [f"    | {line}" for line in exit.get("log_tail", [])]
     for violation in verdict.violations:
-        lines.append(f"violation {violation.kind} {violation.job or ''}: {violation.message}")
+        lines.append(f"violation {violation.kind} {violation.job or ''}: {violation.message} "
+                     f"[{doc_anchor(violation.kind)}]")
         witness = violation.witness[-WITNESS_LINES:]
         if len(violation.witness) > len(witness):
             lines.append(f"    ... {len(violation.witness) - len(witness)} earlier events in verdict.json")
-        lines += ["    " + _witness_line(entry) for entry in witness]
+        lines += ["    " + witness_line(entry) for entry in witness]
     if verdict.error:
         lines.append("error: " + verdict.error)
     if run_dir is not None:

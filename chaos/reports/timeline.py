@@ -24,6 +24,7 @@ import json
 from collections.abc import Sequence
 
 from chaos.check.verdict import Verdict, Violation
+from chaos.check.violation_kinds import doc_anchor
 from chaos.events import Event
 from chaos.reports import proof, svg
 from chaos.reports.formatting import esc, finite, how_it_exited
@@ -148,8 +149,9 @@ def _tables(verdict: Verdict, anchors: dict[int, str]) -> str:
     for i, violation in enumerate(verdict.violations):
         anchor = anchors.get(i)
         job = esc(violation.job or "")
-        rows.append(f"<tr><td>{esc(violation.kind)}<td>{f'<a href=#{anchor}>{job}</a>' if anchor else job}"
-                    f"<td>{esc(violation.message)}")
+        doc = (f"<a class='doc' href='{esc(doc_anchor(violation.kind))}' title='the rule, a witness and the usual "
+               f"fix, in the docs'>{esc(violation.kind)}</a>")
+        rows.append(f"<tr><td>{doc}<td>{f'<a href=#{anchor}>{job}</a>' if anchor else job}<td>{esc(violation.message)}")
     parts = [
         "<div class='tables'><div><h2>Counts</h2><table class='counts'><thead><tr><th>outcome<th>jobs</thead>"
         f"<tbody>{counts}</tbody></table></div>",
