@@ -24,8 +24,8 @@ def test_the_library_is_strictly_typed() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_scenarios_tests_and_tools_are_strictly_typed() -> None:
-    result = run("mypy", "--strict", "scenarios", "tests", "tools")
+def test_scenarios_and_tests_are_strictly_typed() -> None:
+    result = run("mypy", "--strict", "scenarios", "tests")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -42,5 +42,5 @@ def test_each_reference_target_is_strictly_typed(target: str) -> None:
 
 
 def test_lint_is_clean() -> None:
-    result = run("ruff", "check", "chaos", "tests", "targets", "scenarios", "benchmarks", "tools")
+    result = run("ruff", "check", "chaos", "tests", "targets", "scenarios", "benchmarks")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,10 +1,10 @@
-"""Every example block in README.md and docs/ names an example tools/doc_examples.py knows, and holds its
+"""Every example block in README.md and docs/ names an example chaos/reference/examples.py knows, and holds its
 output; the comparison that keeps them true (tests/integration/test_doc_examples.py reruns the commands)
 takes out what varies between two runs of one command, and nothing else."""
 
 from __future__ import annotations
 
-from tools.doc_examples import CLIP, EXAMPLES, PAGES, blocks, clip, matches
+from chaos.reference.examples import CLIP, EXAMPLES, PAGES, blocks, clip, matches
 
 KNOWN = {example.name for example in EXAMPLES}
 # Two real runs of `chaos run --target redis_basic --scenario kill_after_claim_before_effect --seed 1`: another
@@ -29,8 +29,8 @@ def test_every_block_names_a_known_example_and_holds_its_output() -> None:
     seen = set()
     for page in PAGES:
         for name, body in blocks(page.read_text()):
-            assert name in KNOWN, f"{page.name}: no example {name!r} in tools/doc_examples.py"
-            assert body.strip(), f"{page.name}: example {name!r} is empty: run python3 tools/doc_examples.py"
+            assert name in KNOWN, f"{page.name}: no example {name!r} in chaos/reference/examples.py"
+            assert body.strip(), f"{page.name}: example {name!r} is empty: run python3 -m chaos.reference.examples"
             seen.add(name)
     assert seen == KNOWN, f"examples no page shows: {KNOWN - seen}"
 

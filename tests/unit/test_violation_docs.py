@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from chaos.check.verdict import Violation
 from chaos.check.violation_kinds import VIOLATION_KINDS, doc_anchor
 from chaos.cli import _parser
 from chaos.contract import Contract
-from chaos.reference.pages import cli
+from chaos.reference.pages import DOCS, cli, stale
 from chaos.reference.witnesses import load_witnesses
 from chaos.reports import timeline
 from chaos.reports.text import summary
@@ -77,3 +78,15 @@ def test_the_cli_page_shows_every_option_of_every_subcommand() -> None:
 
     walk(_parser(), "chaos")
     assert shown > 40  # the parser's options, not an empty walk
+
+
+def test_the_committed_reference_pages_are_what_their_sources_give() -> None:
+    assert stale() == [], "run `python3 -m chaos.reference` and commit the pages it writes"
+
+
+def test_a_page_that_drifted_from_its_source_is_found(tmp_path: Path) -> None:
+    shutil.copytree(DOCS / "reference", tmp_path / "reference")
+    assert stale(tmp_path) == []
+    page = tmp_path / "reference" / "kinds.md"
+    page.write_text(page.read_text().replace("redis", "rediss", 1))
+    assert stale(tmp_path) == ["reference/kinds.md"]

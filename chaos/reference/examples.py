@@ -1,6 +1,6 @@
 """The sample outputs in README.md and docs/ are produced by running their commands, never pasted.
 
-A page holds an example between `<!-- example: NAME -->` and `<!-- /example -->`; `python3 tools/doc_examples.py`
+A page holds an example between `<!-- example: NAME -->` and `<!-- /example -->`; `python3 -m chaos.reference.examples`
 runs every example's command and writes its output there. tests/integration/test_doc_examples.py reruns them
 and checks each page's block still matches, after `normalize` has taken out what legitimately varies from
 one run to the next (pids, times, tokens, run-dir stamps, which worker won a race to a job), so a change of
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PAGES = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
 BLOCK = re.compile(r"(<!-- example: (?P<name>[\w-]+) -->\n)```text\n(?P<body>.*?)```\n(?=<!-- /example -->)", re.DOTALL)
 CLIP = " …"

@@ -1,1 +1,0 @@
-"""Maintainers' tools that are no part of the installed package: the docs' example outputs."""
