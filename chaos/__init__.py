@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     # authoring targets
-    "Control": "chaos.target", "KeepsNoCompletions": "chaos.target", "Job": "chaos.target",
-    "JobState": "chaos.target", "Target": "chaos.target",
+    "Control": "chaos.queue_model", "KeepsNoCompletions": "chaos.queue_model", "Job": "chaos.queue_model",
+    "JobState": "chaos.queue_model", "Observer": "chaos.queue_model", "QueueRecord": "chaos.queue_model",
+    "Target": "chaos.target",
     "Contract": "chaos.contract", "Endpoint": "chaos.backends.base", "Backend": "chaos.backends.base",
     "TableQueueControl": "chaos.backends.postgres.control", "RedisQueueControl": "chaos.backends.redis.control",
-    "TriggerObserver": "chaos.backends.postgres.observer", "Observer": "chaos.target", "QueueRecord": "chaos.target",
+    "TriggerObserver": "chaos.backends.postgres.observer",
     "ReplicaObserver": "chaos.backends.redis.observer", "FirehoseObserver": "chaos.backends.rabbitmq.observer",
     "StreamObserver": "chaos.backends.redis.streams",
     "BeanstalkdQueueControl": "chaos.backends.beanstalkd.control",
@@ -82,8 +83,9 @@ if TYPE_CHECKING:
     from chaos.errors import ChaosError, ConfigError, HarnessError, NotExercised
     from chaos.events import Event
     from chaos.ledger import Ledger, read_events
+    from chaos.queue_model import Control, Job, JobState, KeepsNoCompletions, Observer, QueueRecord
     from chaos.runtime.run import Run, RunOptions, RunResult, run_scenario
     from chaos.scenario import Context, Gate, HeldProbe, Scenario
-    from chaos.target import Control, Job, JobState, KeepsNoCompletions, Observer, QueueRecord, Target
+    from chaos.target import Target
     from chaos.usercode import load_module
     from chaos.worker import probe

@@ -18,7 +18,7 @@ from chaos.errors import ConfigError
 from chaos.events import Event
 from chaos.faults.base import Scope
 from chaos.names import check_name
-from chaos.target import Job, JobState
+from chaos.queue_model import Job, JobState
 from chaos.usercode import load_module
 
 # Parameters every scenario takes (`-s`), besides its own PARAMS; a scenario's own declaration of the same

@@ -35,11 +35,12 @@ from chaos.check.verdict import Verdict
 from chaos.errors import HarnessError
 from chaos.events import Event
 from chaos.ledger import read_events
+from chaos.queue_model import Control, KeepsNoCompletions
 from chaos.runtime.completions import read_answer
 from chaos.runtime.context import ScenarioContext
 from chaos.runtime.run import RunOptions, run_scenario
 from chaos.scenario import Context, Scenario
-from chaos.target import Control, KeepsNoCompletions, Target
+from chaos.target import Target
 
 JOB, KILLED, FAILING = "job-0001", "job-0002", "job-0003"
 WORKER, SECOND = "w1", "w2"

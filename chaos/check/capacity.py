@@ -17,6 +17,7 @@ import bisect
 import math
 
 from chaos.check.history import RunHistory
+from chaos.faults import fault_kind
 
 
 def free_seconds(run: RunHistory, start: float, end: float, *, busy_with_jobs: bool = True) -> float:
@@ -52,7 +53,7 @@ def _free_timeline(run: RunHistory, busy_with_jobs: bool) -> tuple[list[float], 
                 finish = execution.end.mono if execution.end is not None else math.inf
                 unavailable.setdefault(execution.worker, []).append((execution.at, finish))
     for fault in run.faults.values():  # frozen or cut off: it can take nothing while the fault lasts
-        rule = fault.rule
+        rule = fault_kind(fault.kind)
         if rule.takes_owner and rule.heal is not None and fault.target and fault.applied is not None:
             healed = fault.healed.mono if fault.healed is not None else math.inf
             unavailable.setdefault(fault.target, []).append((fault.applied.mono, healed))

@@ -11,6 +11,7 @@ from typing import Any
 from chaos import events
 from chaos.check.history import FaultHistory, RunHistory
 from chaos.check.verdict import PREMISE_NOT_HELD, FaultReport
+from chaos.faults import fault_kind
 from chaos.faults.base import not_exercised_without_proof
 
 
@@ -30,7 +31,7 @@ def _exercised(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
         return False, "journaled but never applied"
     if fault.gate is not None and run.gate_matched.get(fault.gate, fault.seq) >= fault.seq:
         return False, f"gate {fault.gate} had not matched when the fault was applied"
-    prove = fault.rule.prove
+    prove = fault_kind(fault.kind).prove
     if prove is None:
         return not_exercised_without_proof(fault.kind)
     return prove(fault, run)

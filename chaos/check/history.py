@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.events import Event
-from chaos.faults import fault_kind
-from chaos.faults.base import FaultKind
 
 GLOBAL = "*"  # context key of events naming no worker or target (such as the backend's own)
 
@@ -176,10 +174,6 @@ class FaultHistory:
     healed: Event | None = None
     victims: list[Execution] = field(default_factory=list)
     observed: dict[str, Any] = field(default_factory=dict)  # what its kind's watch_probe saw
-
-    @property
-    def rule(self) -> FaultKind:
-        return fault_kind(self.kind)
 
 
 @dataclass

@@ -63,6 +63,7 @@ from chaos.check.reruns import claim_after_completion
 from chaos.check.verdict import Violation
 from chaos.contract import Contract
 from chaos.events import BACKEND, Event
+from chaos.faults import fault_kind
 
 WITNESS_LIMIT = 200
 AFTER_COMPLETION = "claim_after_completion"
@@ -167,7 +168,10 @@ def _owed(ret: Return, contract: Contract, run: RunHistory) -> bool:
     from its owner): the bound covers the lease, as it does for a reclaim, so a queue that never reclaims is
     held to no laxer a bound than one that reclaims late."""
     fault = run.faults.get(ret.fault)
-    if contract.renewal_bound_s is None or fault is None or fault.rule.ends_executions or fault.rule.reach != "target":
+    if contract.renewal_bound_s is None or fault is None:
+        return False
+    kind = fault_kind(fault.kind)
+    if kind.ends_executions or kind.reach != "target":
         return False
     start, _ = _unclaimed_since(ret, fault, run)
     bound = contract.recovery_bound_s

@@ -70,6 +70,7 @@ from chaos.check.history import (
 )
 from chaos.check.in_flight import InFlight, in_flight
 from chaos.events import Event
+from chaos.faults import fault_kind
 from chaos.faults.base import FaultKind
 
 _GATE = "gate."
@@ -157,7 +158,7 @@ def _hold(run: RunHistory, worker: str | None, seq: int) -> None:
 
 def _watch(faults: list[FaultHistory], event: Event) -> None:
     for fault in faults:
-        watch = fault.rule.watch_probe
+        watch = fault_kind(fault.kind).watch_probe
         if watch is not None:
             watch(fault, event)
 
@@ -272,7 +273,7 @@ def _crossed(run: RunHistory, history: JobHistory, execution: Execution, flight:
     if flight.exit is not None:
         _end(run, execution, flight.exit, "exit")
     for fault in flight.crossed:
-        if not fault.rule.takes_owner:
+        if not fault_kind(fault.kind).takes_owner:
             continue
         if fault.applied is None:  # its application takes it with the rest, unless it is already over
             if execution.end is not None:
@@ -319,7 +320,7 @@ def _take(run: RunHistory, history: JobHistory, execution: Execution, event: Eve
         fault, owner = history.lost or ("?", "?")
         since = history.lost_owner_at
         taker = run.faults.get(fault)
-        if taker is not None and taker.rule.recovery_from == "healed" and taker.healed is None:
+        if taker is not None and fault_kind(taker.kind).recovery_from == "healed" and taker.healed is None:
             since = event.mono  # nobody claims while it lasts: its heal took effect, though not yet journaled
         history.recoveries.append(Recovery(event.mono - since, fault, owner, worker, event.seq))
         history.lost_owner_at = None
@@ -527,7 +528,7 @@ def _on_fault(run: RunHistory, event: Event) -> None:
     data = event.data
     fault = run.faults[data["id"]] = FaultHistory(data["id"], data["kind"], data.get("target"), data.get("gate"),
                                                     event.seq, data, journal=event)
-    rule = fault.rule
+    rule = fault_kind(fault.kind)
     # A fault is under way from its journal entry on: a reclaim while it is being applied (a server
     # going down ends its sessions before restart() returns) is a consequence of it, never premature.
     if rule.takes_owner:
@@ -548,7 +549,7 @@ def _on_fault(run: RunHistory, event: Event) -> None:
 def _touch(run: RunHistory, fault: FaultHistory, event: Event) -> None:
     """Note that this fault acted on its target (or on everyone) at this event: it explains a heartbeat gap
     around it."""
-    if fault.rule.reach == "everyone":
+    if fault_kind(fault.kind).reach == "everyone":
         run.everyone_touched = event.seq
     elif fault.target:
         run.touched[fault.target] = event.seq
@@ -560,7 +561,7 @@ def _on_fault_applied(run: RunHistory, event: Event) -> None:
         return
     fault.applied = event
     _touch(run, fault, event)
-    rule = fault.rule
+    rule = fault_kind(fault.kind)
     if rule.reach == "everyone" and run.everyone_underway:
         run.everyone_underway -= 1
     if not rule.takes_owner:
@@ -579,7 +580,7 @@ def _died(fault: FaultHistory, execution: Execution) -> None:
     """A fault that ends executions (a kill, a restart) reached this one: its owner died holding the job,
     unless a claim made before the fault had already taken it."""
     taken = execution.superseded_by
-    if (fault.rule.ends_executions and execution.died_by is None
+    if (fault_kind(fault.kind).ends_executions and execution.died_by is None
             and (taken is None or taken.since >= fault.seq)):
         execution.died_by = fault
 
@@ -660,9 +661,10 @@ def _on_process_or_backend(run: RunHistory, event: Event) -> None:
         if fault is not None:
             fault.healed = event
             _touch(run, fault, event)
-            if fault.rule.recovery_from == "healed":
+            rule = fault_kind(fault.kind)
+            if rule.recovery_from == "healed":
                 _recover_from(run, fault, event)
-            if fault.rule.suspends and fault.target and run.suspended.get(fault.target):
+            if rule.suspends and fault.target and run.suspended.get(fault.target):
                 run.suspended[fault.target] -= 1
     elif kind == events.BACKEND_RESTART:
         run.backend_restarts.append(event)

@@ -5,16 +5,12 @@ backend's own `backend.restart` report. Needs a backend the suite controls (not 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from chaos.backends.base import RESTART
-from chaos.faults.base import FaultKind, FaultWorld, Params
-
-if TYPE_CHECKING:
-    from chaos.check.history import FaultHistory, RunHistory
+from chaos.faults.base import FaultKind, FaultView, FaultWorld, Params, RunView
 
 
-def prove(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
+def prove(fault: FaultView, run: RunView) -> tuple[bool, str]:
     restart = next((e for e in run.backend_restarts if e.seq > fault.seq), None)
     if restart is None:
         return False, "no backend.restart event followed the fault"

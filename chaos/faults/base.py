@@ -3,7 +3,8 @@ Jepsen:
 
 - the checker's half (pure): what the fault does to ownership (whose executions it reaches, whether
   it takes their jobs from them or ends them, whether it excuses a reclaim), and its proof from the
-  ledger that it landed;
+  ledger that it landed, which reads the checker's records through `FaultView` and `RunView` (so a fault
+  kind never imports the checker either);
 - the runtime half: `inject` (and `heal`, run in `finally`), driven by `chaos.runtime.nemesis` against
   a `FaultWorld`, so a fault kind never imports the supervisor or a backend.
 
@@ -13,21 +14,71 @@ A kind without a proof is never counted as exercised, so a run that relies on it
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from chaos.events import Event
-
-if TYPE_CHECKING:
-    from chaos.check.history import FaultHistory, RunHistory
 
 # Which processes a signal reaches: the worker's own process, its whole tree, or (a kill of a held probe)
 # only the process of the tree that sent the probe: a library's pool child or work-horse, which its parent
 # may replace while the worker itself lives on.
 Scope = Literal["process", "tree", "sender"]
 Params = dict[str, Any]
-Proof = Callable[["FaultHistory", "RunHistory"], tuple[bool, str]]
+
+
+class FaultView(Protocol):
+    """What a proof (and a probe watcher) may read of one fault, as the checker's scan of the ledger
+    gathers it (`chaos.check.history.FaultHistory`). Declared here, so a fault kind imports nothing of
+    the checker: the checker hands its own records to the proof, and mypy checks they fit."""
+
+    @property
+    def target(self) -> str | None: ...
+
+    @property
+    def seq(self) -> int:
+        """Its journal entry's: the fault is under way from here on."""
+
+    @property
+    def data(self) -> Mapping[str, Any]:
+        """The parameters it was journaled with."""
+
+    @property
+    def applied(self) -> Event | None: ...
+
+    @property
+    def healed(self) -> Event | None: ...
+
+    @property
+    def victims(self) -> Sequence[object]:
+        """The executions it reached."""
+
+    @property
+    def observed(self) -> dict[str, Any]:
+        """What its kind's `watch_probe` saw: the watcher writes it, the proof reads it."""
+
+
+class RunView(Protocol):
+    """What a proof may read of the whole run (`chaos.check.history.RunHistory`): process exits and
+    starts by process name, the backend's restart reports, and each worker's faults and process events."""
+
+    @property
+    def exits(self) -> Mapping[str, Sequence[Event]]: ...
+
+    @property
+    def starts(self) -> Mapping[str, Sequence[Event]]: ...
+
+    @property
+    def backend_restarts(self) -> Sequence[Event]: ...
+
+    @property
+    def context(self) -> Mapping[str, Sequence[Event]]: ...
+
+    def at(self, event: Event) -> str:
+        """The event's time since the run's first event, as messages show it."""
+
+
+Proof = Callable[[FaultView, RunView], tuple[bool, str]]
 
 
 class NetworkLink(Protocol):
@@ -97,7 +148,7 @@ class FaultKind:
     recovery_from: Literal["applied", "healed"] = "applied"
     prove: Proof | None = None
     # Looks at each probe of its target while the run is scanned (a skewed clock shows on probes).
-    watch_probe: Callable[[FaultHistory, Event], None] | None = None
+    watch_probe: Callable[[FaultView, Event], None] | None = None
     # -- the runtime half ---------------------------------------------------------------------------
     needs: frozenset[str] = frozenset()  # backend capabilities (chaos.backends.base) it requires
     network: bool = False  # acts on the workers' proxies: a run whose scenario declares it gets one per worker
@@ -116,6 +167,6 @@ def not_exercised_without_proof(kind: str) -> tuple[bool, str]:
     return False, f"fault kind {kind!r} has no registered proof, so the ledger cannot show it landed"
 
 
-def signalled(fault: FaultHistory) -> list[Any]:
+def signalled(fault: FaultView) -> list[Any]:
     """The pids a signal fault reached, as its `fault.applied` entry records them."""
     return list(fault.applied.data.get("pids") or []) if fault.applied is not None else []

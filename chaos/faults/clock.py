@@ -5,21 +5,17 @@ carry the shifted clock."""
 from __future__ import annotations
 
 import glob
-from typing import TYPE_CHECKING
 
 from chaos.errors import ConfigError
 from chaos.events import Event
-from chaos.faults.base import FaultKind, FaultWorld, Params
-
-if TYPE_CHECKING:
-    from chaos.check.history import FaultHistory, RunHistory
+from chaos.faults.base import FaultKind, FaultView, FaultWorld, Params, RunView
 
 CLOCK_TOLERANCE_S = 5.0
 FAKETIME_GLOBS = ("/usr/lib/*/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1",
                   "/usr/local/lib/faketime/libfaketime.so.1")
 
 
-def watch_probe(fault: FaultHistory, event: Event) -> None:
+def watch_probe(fault: FaultView, event: Event) -> None:
     """Each probe carries its worker's wall clock: its skew against the controller's shows the shift."""
     clock = event.data.get("clock")
     if isinstance(clock, bool) or not isinstance(clock, (int, float)):
@@ -30,7 +26,7 @@ def watch_probe(fault: FaultHistory, event: Event) -> None:
         fault.observed["seen"] = True
 
 
-def prove(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
+def prove(fault: FaultView, run: RunView) -> tuple[bool, str]:
     target = fault.target
     offset = fault.data.get("offset_s") or 0.0
     if fault.observed.get("seen"):

@@ -18,14 +18,9 @@ run is refused before it starts otherwise); disconnect needs the docker provider
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from chaos.backends.base import CONTAINER
 from chaos.containers.engine import client as engine_client
-from chaos.faults.base import FaultKind, FaultWorld, Params
-
-if TYPE_CHECKING:
-    from chaos.check.history import FaultHistory, RunHistory
+from chaos.faults.base import FaultKind, FaultView, FaultWorld, Params, RunView
 
 
 def _pause(world: FaultWorld, target: str, params: Params) -> Params:
@@ -36,7 +31,7 @@ def _thaw(world: FaultWorld, target: str, applied: Params) -> Params:
     return {"pids": world.pause_container(target, False)}
 
 
-def _prove_pause(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
+def _prove_pause(fault: FaultView, run: RunView) -> tuple[bool, str]:
     pids = list(fault.applied.data.get("pids") or []) if fault.applied is not None else []
     if not pids:
         return False, f"{fault.target}'s container held no live process to freeze"
@@ -53,7 +48,7 @@ def _reap(world: FaultWorld, target: str, applied: Params) -> None:
     world.reap(target)
 
 
-def _prove_kill(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
+def _prove_kill(fault: FaultView, run: RunView) -> tuple[bool, str]:
     pids = list(fault.applied.data.get("pids") or []) if fault.applied is not None else []
     target = fault.target or ""
     exits = [e for e in run.exits.get(target, []) if e.seq > fault.seq and e.data.get("pid") in pids]
@@ -70,7 +65,7 @@ def _connect(world: FaultWorld, target: str, applied: Params) -> Params:
     return {"networks": world.connect_backend(True)}
 
 
-def _prove_disconnect(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
+def _prove_disconnect(fault: FaultView, run: RunView) -> tuple[bool, str]:
     if fault.applied is None:
         return False, "never applied"
     left = fault.applied.data.get("networks")

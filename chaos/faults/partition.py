@@ -10,15 +10,10 @@ else a failed lease extension of the worker, or none succeeding, while it held a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from chaos import events
 from chaos.errors import ConfigError
 from chaos.events import Event
-from chaos.faults.base import FaultKind, FaultWorld, Params
-
-if TYPE_CHECKING:
-    from chaos.check.history import FaultHistory, RunHistory
+from chaos.faults.base import FaultKind, FaultView, FaultWorld, Params, RunView
 
 MODES = ("disable", "blackhole")
 HOLES = ("chaos-partition-upstream", "chaos-partition-downstream")
@@ -47,7 +42,7 @@ def heal(world: FaultWorld, target: str, applied: Params) -> Params:
     return {"proxy": link.proxy}
 
 
-def watch_probe(fault: FaultHistory, event: Event) -> None:
+def watch_probe(fault: FaultView, event: Event) -> None:
     """Count the worker's lease extensions while the partition lasts: failed ones, and successful ones."""
     if event.kind != events.PROBE_HEARTBEAT or fault.applied is None or fault.healed is not None:
         return
@@ -55,7 +50,7 @@ def watch_probe(fault: FaultHistory, event: Event) -> None:
     fault.observed[key] = fault.observed.get(key, 0) + 1
 
 
-def prove(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
+def prove(fault: FaultView, run: RunView) -> tuple[bool, str]:
     applied, target = fault.applied, fault.target or "?"
     if applied is None:
         return False, "never applied"

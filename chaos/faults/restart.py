@@ -3,15 +3,10 @@ same name. Proven by the reaped SIGKILL exit followed by the new process's start
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from chaos.faults.base import FaultKind, FaultWorld, Params
-
-if TYPE_CHECKING:
-    from chaos.check.history import FaultHistory, RunHistory
+from chaos.faults.base import FaultKind, FaultView, FaultWorld, Params, RunView
 
 
-def prove(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
+def prove(fault: FaultView, run: RunView) -> tuple[bool, str]:
     target = fault.target or ""
     killed = next((e for e in run.exits.get(target, [])
                    if e.seq > fault.seq and e.data.get("signal") == "SIGKILL"), None)

@@ -5,15 +5,11 @@ proven by the pids that received SIGSTOP."""
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING
 
-from chaos.faults.base import FaultKind, FaultWorld, Params, signalled
-
-if TYPE_CHECKING:
-    from chaos.check.history import FaultHistory, RunHistory
+from chaos.faults.base import FaultKind, FaultView, FaultWorld, Params, RunView, signalled
 
 
-def prove(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
+def prove(fault: FaultView, run: RunView) -> tuple[bool, str]:
     pids = signalled(fault)
     if not pids:
         return False, "no live process of the target received the signal"

@@ -11,13 +11,10 @@ Proven when the toxics were in place (the fault's applied record lists them) whi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.events import Event
-from chaos.faults.base import FaultKind, FaultWorld, Params
-
-if TYPE_CHECKING:
-    from chaos.check.history import FaultHistory, RunHistory
+from chaos.faults.base import FaultKind, FaultView, FaultWorld, Params, RunView
 
 BOTH = ("upstream", "downstream")
 Toxics = Callable[[Params], list[tuple[str, str, dict[str, int]]]]  # params -> [(toxic type, stream, attributes)]
@@ -67,12 +64,12 @@ def _kind(name: str, toxics: Toxics) -> FaultKind:
                      heal=heal)
 
 
-def _watch(fault: FaultHistory, event: Event) -> None:
+def _watch(fault: FaultView, event: Event) -> None:
     if fault.applied is not None and fault.healed is None:
         fault.observed["probes"] = fault.observed.get("probes", 0) + 1
 
 
-def _prove(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
+def _prove(fault: FaultView, run: RunView) -> tuple[bool, str]:
     toxics = fault.applied.data.get("toxics") if fault.applied is not None else None
     if not toxics:
         return False, "no toxic was added to the worker's proxy"

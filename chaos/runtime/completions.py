@@ -18,7 +18,7 @@ from typing import Any
 from chaos import events
 from chaos.errors import TargetCodeError
 from chaos.ledger import Ledger
-from chaos.target import Control
+from chaos.queue_model import Control
 
 Key = tuple[str, str | None, str]  # (job, worker, token)
 

@@ -17,6 +17,7 @@ from chaos.faults import backend_restart, clock, container, kill, partition, res
 from chaos.faults.base import Scope
 from chaos.ledger import Ledger
 from chaos.names import check_name
+from chaos.queue_model import Control, Job, JobState
 from chaos.runtime.completions import Completions
 from chaos.runtime.gates import Gate as ArmedGate
 from chaos.runtime.launcher import Launcher
@@ -24,7 +25,6 @@ from chaos.runtime.nemesis import ActiveFault, Nemesis
 from chaos.runtime.sink import Sink
 from chaos.runtime.warmup import Warmup
 from chaos.scenario import Condition, Gate, HeldProbe, NetworkFault
-from chaos.target import Control, Job, JobState
 
 GATE_TIMEOUT_S = 30.0
 WORKERS_CHECK_S = 0.1  # how often a gate wait checks that some worker is still alive to reach it

@@ -8,15 +8,18 @@ import json
 import os
 from pathlib import Path
 
-import chaos
 from chaos import events
 from chaos.containers.workers import WorkerContainers
+from chaos.queue_model import Control
 from chaos.runtime.environment import Environment
 from chaos.runtime.sink import Sink
 from chaos.runtime.supervisor import Managed, Supervisor
-from chaos.target import Control, Target
+from chaos.target import Target
 
 RECONCILER = "reconciler"
+# The chaos package this suite runs (found from this file: importing `chaos` for its path would put the
+# package facade, which names the runtime, in a circle with it).
+PACKAGE = Path(__file__).resolve().parents[1]
 
 
 class Launcher:
@@ -30,7 +33,7 @@ class Launcher:
         self.pythonpath = _chaos_only_path(run_dir)
         self.containers = None if target.image is None else WorkerContainers.prepare(
             target.image, run_dir.name, [str(target.path), str(self.pythonpath),
-                                         str(Path(chaos.__file__).resolve().parent)])
+                                         str(PACKAGE)])
 
     def env(self, name: str) -> dict[str, str]:
         env = dict(os.environ)
@@ -69,5 +72,5 @@ def _chaos_only_path(run_dir: Path) -> Path:
     folder.mkdir(exist_ok=True)
     link = folder / "chaos"
     if not link.exists():
-        link.symlink_to(Path(chaos.__file__).resolve().parent, target_is_directory=True)
+        link.symlink_to(PACKAGE, target_is_directory=True)
     return folder

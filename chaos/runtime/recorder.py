@@ -8,7 +8,7 @@ import threading
 
 from chaos import events
 from chaos.ledger import Ledger
-from chaos.target import Observer, QueueRecord
+from chaos.queue_model import Observer, QueueRecord
 
 POLL_S = 0.1
 JOIN_S = 15.0  # longer than a bundled observer's longest read (its 10 s barrier)

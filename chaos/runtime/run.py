@@ -35,6 +35,7 @@ from chaos.events import Event
 from chaos.faults import KINDS
 from chaos.ledger import Ledger, read_events
 from chaos.names import id_part
+from chaos.queue_model import Control
 from chaos.reports import write_reports
 from chaos.runtime import exit_owner, last_resort
 from chaos.runtime.cleanup import clean_killed_runs
@@ -49,7 +50,7 @@ from chaos.runtime.sink import Sink
 from chaos.runtime.supervisor import Supervisor
 from chaos.runtime.world import RunWorld
 from chaos.scenario import Scenario
-from chaos.target import Control, Target
+from chaos.target import Target
 
 SNAPSHOT_RETRY_S = 10.0
 WATCHDOG_GRACE_S = 15.0  # past the deadline, how long the run's own teardown may take before the last resort

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from chaos import events
 from chaos.errors import NotExercised
 from chaos.events import Event
-from chaos.target import Job
+from chaos.queue_model import Job
 
 READY_TIMEOUT_S = 30.0  # a worker's start (interpreter, library, connection) to its first empty poll
 CHECK_S = 0.1  # how often the wait looks at the ledger and the workers' liveness

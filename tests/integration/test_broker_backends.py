@@ -28,7 +28,7 @@ from chaos.backends.redis.local import LocalRedis
 from chaos.contract import Contract
 from chaos.errors import ConfigError
 from chaos.events import Record
-from chaos.target import Job, JobState
+from chaos.queue_model import Job, JobState
 from chaos.worker.beanstalkd import connect as beanstalk
 from chaos.worker.rabbitmq import DEAD
 from tests.integration.runner import chaos

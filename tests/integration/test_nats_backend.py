@@ -17,7 +17,7 @@ from chaos.backends.nats.external import ExternalNats
 from chaos.backends.nats.local import LocalNats
 from chaos.contract import Contract
 from chaos.events import Event, Record
-from chaos.target import Job
+from chaos.queue_model import Job
 from chaos.worker.nats import JetStream
 from tests.integration.runner import chaos
 from tests.integration.test_killed_runner_leaves_nothing import clean, kill, ledger_of, runner

@@ -5,6 +5,7 @@ syntax) no longer runs inside the queue's own virtualenv."""
 from __future__ import annotations
 
 import ast
+import graphlib
 import subprocess
 import sys
 from pathlib import Path
@@ -31,8 +32,9 @@ PUBLIC = {"chaos": set(chaos.__all__), "chaos.worker": set(chaos.worker.__all__)
 # What runs inside a worker process, or is imported by it: it must parse on the oldest Python a queue uses.
 WORKER_SIDE = [PACKAGE / "__init__.py", PACKAGE / "events.py", PACKAGE / "probe.py",
                *sorted((PACKAGE / "worker").glob("*.py"))]
-# What each part of the library may import of the rest (longest prefix wins); imports under
-# `if TYPE_CHECKING:` are annotations only and do not count. docs/development.md's layout table says the same.
+# What each part of the library may import of the rest (longest prefix wins). Imports under
+# `if TYPE_CHECKING:` count too: an annotation names what its module depends on, and mypy follows it.
+# docs/development.md's layout table says the same.
 LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.events": (),
     "chaos.errors": (),
@@ -46,21 +48,24 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.usercode": ("chaos.errors",),
     "chaos.names": ("chaos.errors",),
     "chaos.ledger": ("chaos.errors", "chaos.events"),
-    # A backend's control shares its wire format (keys, entries) with the worker side.
+    # The queue's vocabulary (Job, JobState, QueueRecord, Control, Observer), which the backends' helpers speak.
+    "chaos.queue_model": ("chaos.backends.base",),
+    # A backend's control shares its wire format (keys, entries) with the worker side. It imports nothing of
+    # chaos.target, which sits above the backend kinds (it checks [server] against them).
     "chaos.backends": ("chaos.backends", "chaos.errors", "chaos.events", "chaos.procs", "chaos.ports", "chaos.contract",
-                       "chaos.target", "chaos.worker", "chaos.containers", "chaos.ownership"),
+                       "chaos.queue_model", "chaos.worker", "chaos.containers", "chaos.ownership"),
     # The Docker engine, the images built here and workers in containers.
     "chaos.containers": ("chaos.containers", "chaos.errors"),
     "chaos.backends.base": ("chaos.events",),
     "chaos.backends.options": ("chaos.errors",),
     "chaos.backends.registry": ("chaos.backends.base", "chaos.backends.options", "chaos.errors"),
     "chaos.target": ("chaos.backends.base", "chaos.backends.options", "chaos.backends.registry", "chaos.contract",
-                     "chaos.contract_params", "chaos.errors", "chaos.names", "chaos.usercode"),
+                     "chaos.contract_params", "chaos.errors", "chaos.names", "chaos.queue_model", "chaos.usercode"),
     "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base", "chaos.containers.engine"),
     "chaos.check": ("chaos.check", "chaos.faults", "chaos.events", "chaos.contract"),
     "chaos.reports": ("chaos.reports", "chaos.check", "chaos.errors", "chaos.events", "chaos.faults"),
     "chaos.scenario": ("chaos.contract", "chaos.errors", "chaos.events", "chaos.faults", "chaos.names",
-                       "chaos.target", "chaos.usercode"),
+                       "chaos.queue_model", "chaos.target", "chaos.usercode"),
     "chaos.discovery": ("chaos.events", "chaos.errors", "chaos.scenario", "chaos.target"),
     "chaos.known_answers": ("chaos.discovery", "chaos.errors", "chaos.suite"),
     "chaos.containment": ("chaos.events", "chaos.procs"),
@@ -78,7 +83,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.reference": ("chaos",),  # the docs' generated pages: read anything, imported by nothing
     "chaos.doctor": ("chaos.backends", "chaos.containers", "chaos.errors", "chaos.faults"),
     "chaos.__main__": ("chaos.cli",),
-    "chaos": (),  # the package itself: lazy, it imports nothing when it runs
+    # The package itself names every export for mypy (under TYPE_CHECKING); when it runs it imports nothing.
+    "chaos": ("chaos",),
 }
 
 
@@ -97,6 +103,10 @@ def test_the_checker_loads_no_runtime_backend_or_process_code() -> None:
     assert sorted(m for m in loaded if m.startswith(forbidden)) == []
 
 
+def test_the_package_itself_loads_nothing_of_chaos_when_imported() -> None:
+    assert sorted(m for m in loaded_by("import chaos") if m.startswith("chaos.")) == []
+
+
 @pytest.mark.parametrize("statement", ["from chaos import probe", "import chaos.probe as probe"])
 def test_a_workers_probe_import_loads_no_checker_sqlite_or_toml(statement: str) -> None:
     loaded = loaded_by(f"{statement}; assert probe.send")
@@ -111,18 +121,12 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
 
 
-def _runtime_imports(tree: ast.Module) -> list[str]:
-    """The chaos modules a file imports when it runs (not those under `if TYPE_CHECKING:`)."""
-    typing_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
-                   and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
-                   for stmt in block.body for node in ast.walk(stmt)}
+def _chaos_imports(tree: ast.Module) -> list[str]:
+    """The chaos names a file imports: at the top, inside functions and under `if TYPE_CHECKING:` alike."""
     found: list[str] = []
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("chaos"):
-            module = node.module or ""
-            found += [f"{module}.{a.name}" if module == "chaos" else module for a in node.names]
+            found += [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names if a.name.startswith("chaos")]
     return found
@@ -136,9 +140,35 @@ def test_imports_point_one_way_down_the_layers(path: Path) -> None:
     module = _module(path)
     layer = max((name for name in LAYERS if module == name or module.startswith(name + ".")), key=len)
     allowed = LAYERS[layer]
-    upward = [imported for imported in _runtime_imports(ast.parse(path.read_text()))
+    upward = [imported for imported in _chaos_imports(ast.parse(path.read_text()))
               if not any(imported == a or imported.startswith(a + ".") for a in allowed)]
     assert upward == [], f"{module} (layer {layer}) may import only {allowed}"
+
+
+MODULES = {_module(path): path for path in LIBRARY}
+
+
+def _imported_module(name: str) -> str:
+    """The module an imported name lives in: itself where it is a module, else the module that defines it."""
+    while name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each chaos module -> the chaos modules its import statements name (TYPE_CHECKING ones included). A
+    package's own __init__, which Python runs before any of its modules, is an edge only where named."""
+    return {module: {_imported_module(name) for name in _chaos_imports(ast.parse(path.read_text()))} - {module}
+            for module, path in MODULES.items()}
+
+
+def test_no_import_cycle_among_chaos_modules() -> None:
+    graph = import_graph()
+    assert "chaos.check.history" in graph["chaos.check.scan"] and "chaos.events" in graph["chaos.faults.base"]
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as cycle:
+        pytest.fail(f"import cycle: {' -> '.join(cycle.args[1])}")
 
 
 @pytest.mark.parametrize("path", WORKER_SIDE, ids=[p.name for p in WORKER_SIDE])

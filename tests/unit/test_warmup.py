@@ -12,11 +12,11 @@ from chaos import events
 from chaos.check.checker import judge
 from chaos.errors import ConfigError, NotExercised
 from chaos.known_answers import bundled_scenarios
+from chaos.queue_model import Job
 from chaos.runtime import probe_schema
 from chaos.runtime.warmup import Warmup, unready
 from chaos.scenario import Scenario, load_scenario
 from chaos.suite.spec import load_suite
-from chaos.target import Job
 from chaos.worker import probe, serve_jobs
 from tests.history import History
 

@@ -11,7 +11,7 @@ import greenstalk
 from chaos import events
 from chaos.backends.base import Backend, Endpoint
 from chaos.contract import Contract
-from chaos.target import Job, JobState, KeepsNoCompletions
+from chaos.queue_model import Job, JobState, KeepsNoCompletions
 from chaos.worker.beanstalkd import connect
 
 STATES = {"ready": "pending", "delayed": "pending", "reserved": "claimed", "buried": "dead"}

@@ -29,7 +29,7 @@ from chaos import events
 from chaos.backends.base import Backend, Endpoint
 from chaos.contract import Contract
 from chaos.errors import ConfigError
-from chaos.target import Job, JobState, KeepsNoCompletions
+from chaos.queue_model import Job, JobState, KeepsNoCompletions
 from chaos.worker.nats import TRANSIENT, JetStream, Names, body, parse
 
 API_TIMEOUT_S = 5.0

@@ -16,7 +16,7 @@ from chaos import events
 from chaos.backends.base import Endpoint
 from chaos.backends.postgres.base import PostgresBackend
 from chaos.contract import Contract
-from chaos.target import Job, JobState, KeepsNoCompletions
+from chaos.queue_model import Job, JobState, KeepsNoCompletions
 
 
 class TableQueueControl(KeepsNoCompletions):

@@ -16,7 +16,7 @@ import psycopg
 
 from chaos.backends.postgres.base import PostgresBackend
 from chaos.contract import Contract
-from chaos.target import QueueRecord
+from chaos.queue_model import QueueRecord
 
 RECORD_DDL = """
 CREATE TABLE chaos_queue_record (

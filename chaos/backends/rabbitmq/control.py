@@ -18,7 +18,7 @@ import pika.exceptions
 from chaos import events
 from chaos.backends.base import Backend, Endpoint
 from chaos.contract import Contract
-from chaos.target import Job, JobState, KeepsNoCompletions
+from chaos.queue_model import Job, JobState, KeepsNoCompletions
 from chaos.worker.rabbitmq import ATTEMPTS, CONTROL, DEAD, QUEUE, body, declare, parameters, parse, persistent
 
 NOT_FOUND = 404  # AMQP's reply code for a queue the broker does not have

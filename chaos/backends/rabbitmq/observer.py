@@ -36,7 +36,7 @@ import pika.exceptions
 
 from chaos.backends.base import Backend
 from chaos.contract import Contract
-from chaos.target import QueueRecord
+from chaos.queue_model import QueueRecord
 from chaos.worker.rabbitmq import CONTROL, DEAD, QUEUE, TRANSIENT, parameters, parse
 
 NAME = "chaos-observer"

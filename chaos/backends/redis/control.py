@@ -12,7 +12,7 @@ import redis
 from chaos import events
 from chaos.backends.base import Backend, Endpoint
 from chaos.contract import Contract
-from chaos.target import Job, JobState
+from chaos.queue_model import Job, JobState
 from chaos.worker.redis import Keys, entry
 
 # Everything the snapshot reads, in one atomic script: a reconciler moving a job between two reads

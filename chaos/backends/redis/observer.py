@@ -28,7 +28,7 @@ from chaos.backends.base import Backend
 from chaos.backends.redis.replication import Change, ListModel, ReplicationRefused, StreamParser, parse_state
 from chaos.contract import Contract
 from chaos.errors import HarnessError
-from chaos.target import QueueRecord
+from chaos.queue_model import QueueRecord
 from chaos.worker.redis import Keys
 
 RECONNECT_S = 0.02  # after the stream broke (a restart): soon, so the gap the state must cover stays short

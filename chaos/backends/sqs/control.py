@@ -22,7 +22,7 @@ from chaos import events
 from chaos.backends.base import Backend, Endpoint
 from chaos.contract import Contract
 from chaos.errors import ConfigError
-from chaos.target import Job, JobState, KeepsNoCompletions
+from chaos.queue_model import Job, JobState, KeepsNoCompletions
 from chaos.worker.sqs import connect, queue_names
 
 BATCH = 10  # SQS's most messages per receive, and per batch request
