@@ -5,6 +5,7 @@ syntax) no longer runs inside the queue's own virtualenv."""
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -13,20 +14,12 @@ import pytest
 
 import chaos
 import chaos.worker
-import chaos.worker.beanstalkd
-import chaos.worker.nats
-import chaos.worker.postgres
-import chaos.worker.rabbitmq
-import chaos.worker.redis
-import chaos.worker.redis_streams
-import chaos.worker.sqs
+from chaos.backends.registry import BUILT_IN, exports, worker_helpers
 from chaos.discovery import bundled
 
 PACKAGE = Path(chaos.__file__).parent
-WORKER_HELPERS = (chaos.worker.postgres, chaos.worker.redis, chaos.worker.redis_streams, chaos.worker.beanstalkd,
-                  chaos.worker.rabbitmq, chaos.worker.nats,
-                  chaos.worker.sqs)
-PUBLIC = {"chaos": set(chaos.__all__), "chaos.worker": set(chaos.worker.__all__),
+WORKER_HELPERS = [importlib.import_module(module) for module in worker_helpers(BUILT_IN)]
+PUBLIC = {"chaos": set(chaos.__all__) | set(exports()), "chaos.worker": set(chaos.worker.__all__),
           **{helper.__name__: set(helper.__all__) for helper in WORKER_HELPERS}}
 # What runs inside a worker process, or is imported by it: it must parse on the oldest Python a queue uses.
 WORKER_SIDE = [PACKAGE / "__init__.py", PACKAGE / "events.py", PACKAGE / "probe.py",
@@ -44,6 +37,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.contract": ("chaos.errors",),
     "chaos.contract_params": ("chaos.contract", "chaos.errors"),
     "chaos.usercode": ("chaos.errors",),
+    "chaos.plugins": ("chaos.errors",),
     "chaos.names": ("chaos.errors",),
     "chaos.ledger": ("chaos.errors", "chaos.events"),
     # A backend's control shares its wire format (keys, entries) with the worker side.
@@ -53,7 +47,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.containers": ("chaos.containers", "chaos.errors"),
     "chaos.backends.base": ("chaos.events",),
     "chaos.backends.options": ("chaos.errors",),
-    "chaos.backends.registry": ("chaos.backends.base", "chaos.backends.options", "chaos.errors"),
+    "chaos.backends.registry": ("chaos.backends.base", "chaos.backends.options", "chaos.errors", "chaos.plugins"),
     "chaos.target": ("chaos.backends.base", "chaos.backends.options", "chaos.backends.registry", "chaos.contract",
                      "chaos.contract_params", "chaos.errors", "chaos.names", "chaos.usercode"),
     "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base", "chaos.containers.engine"),
@@ -77,7 +71,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.cli": ("chaos",),
     "chaos.doctor": ("chaos.backends", "chaos.containers", "chaos.errors", "chaos.faults"),
     "chaos.__main__": ("chaos.cli",),
-    "chaos": (),  # the package itself: lazy, it imports nothing when it runs
+    # the package itself: lazy, it imports nothing when imported, and the registry (for a backend kind's
+    # exported names) on first use
+    "chaos": ("chaos.backends.registry",),
 }
 
 
@@ -170,3 +166,8 @@ def test_every_public_name_resolves() -> None:
     for name in chaos.__all__:
         assert getattr(chaos, name) is not None
     assert sorted(chaos.__all__) == sorted(chaos._EXPORTS)
+    # A kind's names come from its package's EXPORTS, each a class of the module it names.
+    assert {"TableQueueControl", "SqsQueueControl", "StreamObserver"} <= set(exports())
+    for name, module in exports().items():
+        assert getattr(chaos, name).__module__ == module, name
+    assert set(dir(chaos)) >= set(chaos.__all__) | set(exports())
