@@ -77,5 +77,5 @@ def prove(fault: FaultHistory, run: RunHistory) -> tuple[bool, str]:
                    f"byte held, no extension failed ({extended} succeeded)")
 
 
-KIND = FaultKind("partition", takes_owner=True, excuses="since_claim", prove=prove, watch_probe=watch_probe,
-                 network=True, inject=inject, heal=heal)
+KIND = FaultKind("partition", "partition {worker} from the backend", takes_owner=True, excuses="since_claim",
+                 prove=prove, watch_probe=watch_probe, network=True, inject=inject, heal=heal)

@@ -29,5 +29,5 @@ def inject(world: FaultWorld, target: str, params: Params) -> Params:
     return {"pids": pids, "new_pid": new_pid}
 
 
-KIND = FaultKind("restart", takes_owner=True, ends_executions=True, excuses="since_claim", prove=prove,
-                 inject=inject)
+KIND = FaultKind("restart", "restart {worker}", takes_owner=True, ends_executions=True, restarts=True,
+                 excuses="since_claim", prove=prove, inject=inject)

@@ -29,5 +29,5 @@ def heal(world: FaultWorld, target: str, applied: Params) -> Params:
     return {"pids": world.signal(target, signal.SIGCONT)}
 
 
-KIND = FaultKind("stop", takes_owner=True, excuses="since_claim", suspends=True, prove=prove, inject=inject,
-                 heal=heal)
+KIND = FaultKind("stop", "SIGSTOP {worker}", takes_owner=True, excuses="since_claim", suspends=True, prove=prove,
+                 inject=inject, heal=heal)

@@ -50,7 +50,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.backends.registry": ("chaos.backends.base", "chaos.backends.options", "chaos.errors", "chaos.plugins"),
     "chaos.target": ("chaos.backends.base", "chaos.backends.options", "chaos.backends.registry", "chaos.contract",
                      "chaos.contract_params", "chaos.errors", "chaos.names", "chaos.usercode"),
-    "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base", "chaos.containers.engine"),
+    "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base", "chaos.containers.engine",
+                     "chaos.plugins"),
     "chaos.check": ("chaos.check", "chaos.faults", "chaos.events", "chaos.contract"),
     "chaos.reports": ("chaos.reports", "chaos.check", "chaos.errors", "chaos.events", "chaos.faults"),
     "chaos.scenario": ("chaos.contract", "chaos.errors", "chaos.events", "chaos.faults", "chaos.names",
@@ -65,7 +66,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.suite": ("chaos",),
     "chaos.explore": ("chaos",),
     # What a found scenario file imports when it runs: the schedule language and its interpreter only.
-    "chaos.explore.schedule": ("chaos.errors",),
+    "chaos.explore.schedule": ("chaos.errors", "chaos.events", "chaos.faults"),
     "chaos.explore.play": ("chaos.errors", "chaos.events", "chaos.explore.schedule", "chaos.scenario"),
     "chaos.pytest_plugin": ("chaos",),
     "chaos.cli": ("chaos",),
