@@ -56,7 +56,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.reports": ("chaos.reports", "chaos.check", "chaos.errors", "chaos.events", "chaos.faults"),
     "chaos.scenario": ("chaos.contract", "chaos.errors", "chaos.events", "chaos.faults", "chaos.names",
                        "chaos.target", "chaos.usercode"),
-    "chaos.discovery": ("chaos.events", "chaos.errors", "chaos.scenario", "chaos.target"),
+    "chaos.discovery": ("chaos.events", "chaos.errors", "chaos.plugins", "chaos.scenario", "chaos.target"),
     "chaos.known_answers": ("chaos.discovery", "chaos.errors", "chaos.suite"),
     "chaos.containment": ("chaos.events", "chaos.procs"),
     "chaos.leftovers": ("chaos.events", "chaos.ledger", "chaos.containment", "chaos.procs"),
