@@ -81,6 +81,10 @@ class FaultKind:
     # What it does, for a reader (explore's step descriptions, the docs): a phrase in which "{worker}" names
     # its target, e.g. "SIGKILL {worker}".
     action: str = ""
+    # What a report says of it once applied, and once healed (chaos.reports.proof): sentences in which
+    # "{who}" names its target, "{pids}" the pids it touched, and any other field one of its records' data.
+    applied_words: str = ""
+    healed_words: str = ""
     # -- the checker's half ---------------------------------------------------------------------------
     # Whose executions it reaches: its target worker's, or every worker's (the backend is shared).
     reach: Literal["target", "everyone"] = "target"

@@ -62,5 +62,6 @@ def preflight() -> None:
     faketime_env(0.0)
 
 
-KIND = FaultKind("clock", "start {worker} with its wall clock shifted", excuses="always", prove=prove,
+KIND = FaultKind("clock", "start {worker} with its wall clock shifted",
+                 "{who} ran with its clock shifted by {offset_s} s", excuses="always", prove=prove,
                  watch_probe=watch_probe, inject=inject, preflight=preflight)

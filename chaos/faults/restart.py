@@ -29,5 +29,6 @@ def inject(world: FaultWorld, target: str, params: Params) -> Params:
     return {"pids": pids, "new_pid": new_pid}
 
 
-KIND = FaultKind("restart", "restart {worker}", takes_owner=True, ends_executions=True, restarts=True,
+KIND = FaultKind("restart", "restart {worker}", "{who} was killed and started again (new pid {new_pid})",
+                 takes_owner=True, ends_executions=True, restarts=True,
                  excuses="since_claim", prove=prove, inject=inject)
