@@ -3,11 +3,16 @@
 This is the public surface for target and scenario authors, and it is lazy: a worker's
 `from chaos import probe` loads the probe client alone (no checker, no sqlite3, no tomllib), since
 workers run inside the queue's own virtualenv. Python 3.8 syntax, for the same reason.
+
+The names below are the suite's own; each built-in backend kind's control and observer classes
+(`TableQueueControl`, ...) come from its package's EXPORTS (chaos.backends.registry), looked up the first
+time one is asked for, so a new kind exports its names without an edit here.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
@@ -16,14 +21,6 @@ _EXPORTS = {
     "JobState": "chaos.queue_model", "Observer": "chaos.queue_model", "QueueRecord": "chaos.queue_model",
     "Target": "chaos.target",
     "Contract": "chaos.contract", "Endpoint": "chaos.backends.base", "Backend": "chaos.backends.base",
-    "TableQueueControl": "chaos.backends.postgres.control", "RedisQueueControl": "chaos.backends.redis.control",
-    "TriggerObserver": "chaos.backends.postgres.observer",
-    "ReplicaObserver": "chaos.backends.redis.observer", "FirehoseObserver": "chaos.backends.rabbitmq.observer",
-    "StreamObserver": "chaos.backends.redis.streams",
-    "BeanstalkdQueueControl": "chaos.backends.beanstalkd.control",
-    "RabbitMQQueueControl": "chaos.backends.rabbitmq.control",
-    "NatsQueueControl": "chaos.backends.nats.control",
-    "SqsQueueControl": "chaos.backends.sqs.control",
     "load_module": "chaos.usercode",  # a control loading its folder's other modules (tasks.py) by name
     # inside a worker process
     "probe": "chaos.worker.probe",
@@ -40,18 +37,25 @@ _EXPORTS = {
 }
 _MODULES = {"probe"}  # exported as modules, not as a name inside one
 
-__all__ = ["Backend", "BeanstalkdQueueControl", "ChaosError", "ConfigError", "Context", "Contract", "Control",
-           "Endpoint", "Event", "FirehoseObserver", "Gate", "HarnessError", "HeldProbe", "Job", "JobState",
-           "KeepsNoCompletions", "Ledger", "NatsQueueControl",
-           "NotExercised", "Observer", "QueueRecord", "RabbitMQQueueControl", "RedisQueueControl", "ReplicaObserver",
-           "Run", "RunOptions", "RunResult", "Scenario", "SqsQueueControl", "StreamObserver", "TableQueueControl",
-           "Target", "TriggerObserver", "Verdict",
-           "Violation", "check", "find_scenario", "find_target", "judge", "load_module", "probe", "read_events",
-           "run_scenario"]
+# The suite's own names; a built-in backend kind's (its package's EXPORTS) resolve too, and dir() lists them.
+__all__ = ["Backend", "ChaosError", "ConfigError", "Context", "Contract", "Control", "Endpoint", "Event", "Gate",
+           "HarnessError", "HeldProbe", "Job", "JobState", "KeepsNoCompletions", "Ledger", "NotExercised", "Observer",
+           "QueueRecord", "Run", "RunOptions", "RunResult", "Scenario", "Target", "Verdict", "Violation", "check",
+           "find_scenario", "find_target", "judge", "load_module", "probe", "read_events", "run_scenario"]
+
+
+def _kind_exports() -> dict[str, str]:
+    """The built-in backend kinds' public names (their packages are cheap to import)."""
+    from chaos.backends.registry import exports
+
+    return exports()
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
+    # `from chaos import events` asks for the attribute before it imports the submodule: not a kind's name.
+    if module is None and not name.startswith("__") and importlib.util.find_spec(f"chaos.{name}") is None:
+        module = _kind_exports().get(name)
     if module is None:
         raise AttributeError(f"module 'chaos' has no attribute {name!r}")
     loaded = importlib.import_module(module)
@@ -61,21 +65,11 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(_EXPORTS) | set(_kind_exports()))
 
 
 if TYPE_CHECKING:
     from chaos.backends.base import Backend, Endpoint
-    from chaos.backends.beanstalkd.control import BeanstalkdQueueControl
-    from chaos.backends.nats.control import NatsQueueControl
-    from chaos.backends.postgres.control import TableQueueControl
-    from chaos.backends.postgres.observer import TriggerObserver
-    from chaos.backends.rabbitmq.control import RabbitMQQueueControl
-    from chaos.backends.rabbitmq.observer import FirehoseObserver
-    from chaos.backends.redis.control import RedisQueueControl
-    from chaos.backends.redis.observer import ReplicaObserver
-    from chaos.backends.redis.streams import StreamObserver
-    from chaos.backends.sqs.control import SqsQueueControl
     from chaos.check.checker import check, judge
     from chaos.check.verdict import Verdict, Violation
     from chaos.contract import Contract

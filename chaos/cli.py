@@ -28,6 +28,7 @@ from chaos.check.checker import judge
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.discovery import available_scenarios, available_targets, find_scenario, find_target
 from chaos.errors import ChaosError, ConfigError
+from chaos.faults import KINDS as FAULT_KINDS
 from chaos.ledger import LedgerUnwritable, read_events
 from chaos.reports import summary, write_reports
 from chaos.reports.schemas import NAMES, schema_text
@@ -324,6 +325,8 @@ def _list() -> int:
         for found in providers(kind).values():
             options = "; ".join(f"{option.name}: {option.describe()}" for option in found.options)
             lines.append(f"  {kind + ' ' + found.name:<19} {options or '(none)'}")
+    lines.append("fault kinds (what each does; a scenario declares it in FAULTS):")
+    lines += [f"  {name:<19} {kind.says('a worker')}" for name, kind in FAULT_KINDS.items()]
     lines.append("scenarios:")
     for name, path in sorted(available_scenarios().items()):
         try:
@@ -396,7 +399,12 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 def command(argv: list[str] | None = None) -> int:
     """Run one `chaos` command; its exit code."""
-    args = _parser().parse_args(argv)
+    try:
+        parser = _parser()  # its choices come from the registries: an installed plugin that fails says so here
+    except ChaosError as exc:
+        _say(f"chaos: {exc}", sys.stderr)
+        return exc.exit_code
+    args = parser.parse_args(argv)
     if args.command == "run" and last_resort.in_charge():
         exit_owner.split(args.backend_url, _say)  # from here on, the run's process; its parent owns the exit code
     signal.signal(signal.SIGTERM, _interrupt)

@@ -1,17 +1,24 @@
 """Where targets and scenarios are found: ./targets and ./scenarios, then the folders in
 $CHAOS_TARGETS_PATH / $CHAOS_SCENARIOS_PATH, then the suite's bundled ones (the repository's own
-folders in a source checkout; package data, `chaos/bundled/`, in an installed wheel)."""
+folders in a source checkout; package data, `chaos/bundled/`, in an installed wheel) and the targets
+installed packages add (an entry point in the group `queue_chaos.targets` naming a package whose folder
+holds a target.toml: chaos.plugins), which may not take a bundled target's name."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
 from chaos import events
 from chaos.errors import ConfigError
+from chaos.plugins import Registry
 from chaos.scenario import Scenario, load_scenario
 from chaos.target import Target, load_target
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 Kind = Literal["targets", "scenarios"]
 PACKAGE = Path(__file__).resolve().parent
@@ -37,11 +44,32 @@ def search_roots(kind: Kind) -> list[Path]:
     return unique
 
 
+def _folders(root: Path) -> dict[str, Path]:
+    return {toml.parent.name: toml.parent for toml in sorted(root.glob("*/target.toml"))} if root.is_dir() else {}
+
+
+def _plugin_target(point: EntryPoint) -> Path:
+    """An entry point names a package; its folder is the target's (target.toml beside its __init__.py)."""
+    package = point.load()
+    if not isinstance(package, ModuleType) or not getattr(package, "__file__", None):
+        raise ValueError(f"it names {package!r}, not a package whose folder holds a target.toml")
+    folder = Path(str(package.__file__)).resolve().parent
+    if not (folder / "target.toml").is_file():
+        raise ValueError(f"its package {package.__name__} has no target.toml in {folder}")
+    return folder
+
+
+# The bundled targets, and those installed packages add.
+TARGETS: Registry[Path] = Registry("targets", "target", lambda: _folders(bundled("targets")), _plugin_target)
+
+
 def available_targets() -> dict[str, Path]:
     found: dict[str, Path] = {}
     for root in search_roots("targets"):
-        for toml in sorted(root.glob("*/target.toml")) if root.is_dir() else []:
-            found.setdefault(toml.parent.name, toml.parent)
+        for name, folder in _folders(root).items():
+            found.setdefault(name, folder)
+    for name, folder in TARGETS.items():
+        found.setdefault(name, folder)
     return found
 
 

@@ -15,6 +15,11 @@ class ConfigError(ChaosError):
     exit_code = 2
 
 
+class PluginError(ConfigError):
+    """An installed package's entry point (a backend kind, fault kind or target) does not load, or takes a
+    name already used: the installation is wrong, exit 2."""
+
+
 class HarnessError(ChaosError):
     """The suite itself could not do its job (a server would not start, a sink died): exit 3."""
 

@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.errors import ConfigError
-from chaos.events import Event
+from chaos.events import BACKEND, Event
+from chaos.faults import backend_restart, container, kill, partition, restart, stop
 from chaos.faults.base import Scope
 from chaos.names import check_name
 from chaos.queue_model import Job, JobState
@@ -99,6 +100,10 @@ class Context(Protocol):
 
     Racing steps are ordered through gates and ledger observations, never sleeps. A wait that never
     ends raises `NotExercised`, which makes the run inconclusive, never a pass.
+
+    The run's context (chaos.runtime.context) subclasses this: it implements the methods that only say
+    what they do, and inherits the fault verbs, which are written here once over `inject`, `begin` and
+    `hold_until`.
     """
 
     rng: random.Random  # seeded by --seed, so a run is reproducible
@@ -149,43 +154,6 @@ class Context(Protocol):
         """Whether ownership has a deadline (contract lease_s or reservation_s): then the queue owes a reclaim
         of a job whose owner stopped renewing it, and "another worker claims the job" is a premise."""
 
-    def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree", pid: int | None = None) -> list[int]:
-        """SIGKILL a worker's tree (or only its process, or with scope "sender" the process `pid` of its tree)
-        and wait until it is dead; the pids killed."""
-
-    def kill_held(self, gate: Gate, scope: Scope = "tree") -> HeldProbe:
-        """Wait until `gate` holds a worker, SIGKILL it while held (scope "sender": only the process that sent
-        the held probe, a pool child whose parent lives on), release the gate; the held probe."""
-
-    def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
-                   gate: Gate | None = None, *, premise: bool = True) -> bool:
-        """SIGSTOP a worker until a ledger event satisfies `predicate` (at most `max_s`), then SIGCONT;
-        a held `gate` is released while it is stopped. Whether the predicate held.
-
-        A named predicate (a `Condition`, as `probe_of` gives) is the scenario's premise: when it never
-        holds, the run exercised only part of the scenario and is inconclusive unless a violation is proven
-        anyway. `premise=False` says that for this contract the condition may rightly never hold (nobody may
-        take a job whose ownership has no deadline); an unnamed predicate makes a timed fault."""
-
-    def pause_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
-                    gate: Gate | None = None, *, premise: bool = True) -> bool:
-        """Freeze a worker's whole container (the cgroup freezer: every process in it, however it detached)
-        until `predicate` (at most `max_s`), then thaw it; needs the workers in containers."""
-
-    def kill_container(self, worker: str, gate: Gate | None = None) -> list[int]:
-        """SIGKILL a worker's container: every process in it dies; the host pids it held."""
-
-    def disconnect_backend_until(self, predicate: Callable[[Event], bool], max_s: float,
-                                 gate: Gate | None = None, *, premise: bool = True) -> bool:
-        """Cut the backend's container off its network until `predicate` (at most `max_s`), then connect it
-        again; needs the docker provider."""
-
-    def restart(self, name: str, gate: Gate | None = None) -> int:
-        """SIGKILL a worker or the reconciler and start it again under the same name; its new pid."""
-
-    def restart_backend(self, mode: str = "immediate", gate: Gate | None = None) -> None:
-        """Restart the backend server (same data, same address) while the workers keep running."""
-
     def waive(self, kind: str, why: str) -> None:
         """Say why this run does not inject a kind its FAULTS declares; a declared kind neither injected
         nor waived makes the run inconclusive (it proved nothing under that fault)."""
@@ -211,35 +179,118 @@ class Context(Protocol):
     def param(self, name: str) -> str:
         """The value of one of the scenario's PARAMS for this run (`chaos run -s name=value`)."""
 
-    # -- network faults (a proxy per worker; each healed by `heal`, or at the end of the run) -------------
+    # -- faults: any kind, through the nemesis (journaled before it is applied, healed in `finally`) ------
+
+    def inject(self, kind: str, target: str, gate: Gate | None = None, **params: Any) -> dict[str, Any]:
+        """Apply a fault of `kind` (any registered kind, a plugin's included) to `target` (a worker, the
+        reconciler, or "backend"), healing it at once where it heals; what its application recorded (`pids`,
+        ...). `params` are the kind's own (a kill's scope, a backend restart's mode). The scenario's FAULTS
+        must declare `kind`."""
+
+    def begin(self, kind: str, target: str, gate: Gate | None = None, **params: Any) -> NetworkFault:
+        """Apply a fault of `kind` that lasts until `heal` (every one still in place is healed when the
+        scenario ends)."""
+
+    def hold_until(self, kind: str, target: str, predicate: Callable[[Event], bool], max_s: float,
+                   gate: Gate | None = None, *, premise: bool = True, **params: Any) -> bool:
+        """Apply a fault of `kind` to `target`, release a held `gate` once it is in place, wait until a ledger
+        event satisfies `predicate` (at most `max_s`), then heal it; whether the predicate held.
+
+        A named predicate (a `Condition`, as `probe_of` gives) is the scenario's premise: when it never
+        holds, the run exercised only part of the scenario and is inconclusive unless a violation is proven
+        anyway. `premise=False` says that for this contract the condition may rightly never hold (nobody may
+        take a job whose ownership has no deadline); an unnamed predicate makes a timed fault."""
+
+    def heal(self, fault: NetworkFault) -> None:
+        """End a fault `begin` put in place, now."""
+
+    # -- the built-in kinds' verbs, each written here once over the three above ---------------------------
+
+    def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree", pid: int | None = None) -> list[int]:
+        """SIGKILL a worker's tree (or only its process, or with scope "sender" the process `pid` of its tree)
+        and wait until it is dead; the pids killed."""
+        if scope == "sender" and pid is None:
+            raise ConfigError("ctx.kill(..., scope='sender') needs the pid of the process that sent the probe "
+                              "(held.pid); ctx.kill_held(gate, scope='sender') passes it.")
+        sender = {"pid": pid} if scope == "sender" else {}
+        pids: list[int] = self.inject(kill.KIND.name, worker, gate, scope=scope, **sender)["pids"]
+        return pids
+
+    def kill_held(self, gate: Gate, scope: Scope = "tree") -> HeldProbe:
+        """Wait until `gate` holds a worker, SIGKILL it while held (scope "sender": only the process that sent
+        the held probe, a pool child whose parent lives on), release the gate; the held probe. The ledger then
+        proves the kill landed exactly in the gated window."""
+        held = self.wait(gate)
+        self.kill(held.worker, gate=gate, scope=scope, pid=held.pid)
+        self.release(gate)
+        return held
+
+    def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
+                   gate: Gate | None = None, *, premise: bool = True) -> bool:
+        """SIGSTOP a worker until a ledger event satisfies `predicate` (at most `max_s`), then SIGCONT; a held
+        `gate` is released while it is stopped (its answer waits for the worker to resume). Whether the
+        predicate held; `premise` as for `hold_until`."""
+        return self.hold_until(stop.KIND.name, worker, predicate, max_s, gate, premise=premise)
+
+    def pause_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
+                    gate: Gate | None = None, *, premise: bool = True) -> bool:
+        """Freeze a worker's whole container (the cgroup freezer: every process in it, however it detached)
+        until `predicate` (at most `max_s`), then thaw it; needs the workers in containers."""
+        return self.hold_until(container.PAUSE.name, worker, predicate, max_s, gate, premise=premise)
+
+    def kill_container(self, worker: str, gate: Gate | None = None) -> list[int]:
+        """SIGKILL a worker's container: every process in it dies, however it detached; the host pids it held."""
+        pids: list[int] = self.inject(container.CONTAINER_KILL.name, worker, gate)["pids"]
+        return pids
+
+    def disconnect_backend_until(self, predicate: Callable[[Event], bool], max_s: float,
+                                 gate: Gate | None = None, *, premise: bool = True) -> bool:
+        """Cut the backend's container off its network until `predicate` (at most `max_s`), then connect it
+        again; needs the docker provider."""
+        return self.hold_until(container.DISCONNECT.name, BACKEND, predicate, max_s, gate, premise=premise)
+
+    def restart(self, name: str, gate: Gate | None = None) -> int:
+        """SIGKILL a worker or the reconciler and start it again under the same name; its new pid."""
+        new_pid: int = self.inject(restart.KIND.name, name, gate)["new_pid"]
+        return new_pid
+
+    def restart_backend(self, mode: str = "immediate", gate: Gate | None = None) -> None:
+        """Restart the backend server (same data, same address) while the workers keep running."""
+        self.inject(backend_restart.KIND.name, BACKEND, gate, mode=mode)
+
+    # network faults: a proxy per worker; each healed by `heal`, or at the end of the run
 
     def partition(self, worker: str, mode: str = "disable", gate: Gate | None = None) -> NetworkFault:
         """Cut `worker` off from its backend: `disable` closes its connections and refuses new ones;
         `blackhole` keeps them open and swallows every byte."""
+        return self.begin(partition.KIND.name, worker, gate, mode=mode)
 
     def partition_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float, mode: str = "disable",
                         gate: Gate | None = None, *, premise: bool = True) -> bool:
         """Partition `worker` until the ledger shows `predicate` (at most `max_s`), releasing `gate` once the
-        partition is in place; then heal it. Whether the predicate held (see `stop_until` for `premise`)."""
+        partition is in place; then heal it. Whether the predicate held (see `hold_until` for `premise`)."""
+        return self.hold_until(partition.KIND.name, worker, predicate, max_s, gate, premise=premise, mode=mode)
 
     def latency(self, worker: str, ms: int, jitter_ms: int = 0) -> NetworkFault:
         """Delay each chunk of `worker`'s traffic by `ms` (+/- `jitter_ms`) in each direction."""
+        return self.begin("latency", worker, latency_ms=ms, jitter_ms=jitter_ms)
 
     def bandwidth(self, worker: str, kb_per_s: int) -> NetworkFault:
         """Limit `worker`'s traffic to `kb_per_s` KB/s in each direction."""
+        return self.begin("bandwidth", worker, rate_kb=kb_per_s)
 
     def reset(self, worker: str, timeout_ms: int = 0) -> NetworkFault:
         """Answer `worker`'s next write to its backend with an RST after `timeout_ms`."""
+        return self.begin("reset", worker, timeout_ms=timeout_ms)
 
     def slice(self, worker: str, average_size: int = 16, size_variation: int = 8, delay_us: int = 1000) -> NetworkFault:
         """Cut `worker`'s traffic into pieces of about `average_size` bytes, `delay_us` apart."""
-
-    def heal(self, fault: NetworkFault) -> None:
-        """End a network fault now (every one still in place is healed when the scenario ends)."""
+        return self.begin("slice", worker, average_size=average_size, size_variation=size_variation,
+                          delay_us=delay_us)
 
 
 class NetworkFault(Protocol):
-    """A network fault in place, for `ctx.heal`."""
+    """A fault in place (a network fault, or any other `ctx.begin` applied), for `ctx.heal`."""
 
     id: str
 

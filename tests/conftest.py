@@ -27,7 +27,7 @@ UNIT_DIR = Path(__file__).parent / "unit"
 FULL_TIER = ("test_matrix.py", "test_ci_templates.py", "test_pytest_plugin.py", "test_observers.py",
              "test_broker_backends.py", "test_suite_cli.py", "test_target_authoring.py", "test_sidekiq_worker.py",
              "test_interrupt.py", "test_killed_runner_leaves_nothing.py", "test_installed_wheel.py",
-             "test_run_ends_whatever_user_code_does.py", "test_target_check_paths.py",
+             "test_run_ends_whatever_user_code_does.py", "test_target_check_paths.py", "test_plugins.py",
              "test_doc_examples.py")
 
 

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from chaos.backends.registry import KINDS, reference_target
-from chaos.discovery import bundled
+from chaos.discovery import TARGETS, bundled
 from chaos.errors import ConfigError
 from chaos.names import check_name
 
@@ -55,7 +55,7 @@ def new_target(name: str, kind: str, parent: Path) -> Path:
         raise ConfigError(f"{folder} already exists; chaos target new never overwrites anything. Pick another "
                           "NAME, or another --dir.")
     template = reference_target(kind)
-    source = bundled("targets") / template
+    source = TARGETS.get(template, bundled("targets") / template)  # a plugin kind's reference is its own
     try:
         # The code only: the template's README tells its own findings, which are not the new target's.
         shutil.copytree(source, folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache",

@@ -1,20 +1,32 @@
 """Backend providers, keyed by backend kind and provider name.
 
-Registering a kind is one line in KINDS naming its package; the package declares PROVIDERS, whose
-factories import the server code only when a run opens one, so listing providers stays cheap.
+Registering a kind is one line in BUILT_IN naming its package (or, from another distribution, an entry
+point in the group `queue_chaos.backend_kinds` naming it: `chaos.plugins`). The package declares
+PROVIDERS, whose factories import the server code only when a run opens one, so listing providers stays
+cheap; SERVER_PACKAGE and REFERENCE_TARGET (see chaos.backends.packages, chaos.authoring.scaffold); and
+optionally EXPORTS, the public names of its control and observer code (`chaos` exports a built-in
+kind's), and WORKER_HELPERS, its modules that run inside a worker process (chaos.worker.<kind>), which
+bundled targets may import as they may `chaos`'s own names.
 """
 
 from __future__ import annotations
 
 import importlib
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from chaos.backends.base import Backend, BackendSettings
 from chaos.backends.options import ServerOption
 from chaos.errors import ConfigError
+from chaos.plugins import Registry
 
-KINDS: dict[str, str] = {
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+BUILT_IN: dict[str, str] = {
     "postgres": "chaos.backends.postgres",
     "redis": "chaos.backends.redis",
     "beanstalkd": "chaos.backends.beanstalkd",
@@ -22,6 +34,22 @@ KINDS: dict[str, str] = {
     "nats": "chaos.backends.nats",
     "sqs": "chaos.backends.sqs",
 }
+REQUIRED = ("PROVIDERS", "SERVER_PACKAGE", "REFERENCE_TARGET")  # what a kind's package must declare
+
+
+def _plugin_kind(point: EntryPoint) -> str:
+    """An entry point names a kind's package, as BUILT_IN does."""
+    package = point.load()
+    if not isinstance(package, ModuleType):
+        raise ValueError(f"it names {package!r}, not a package (write its module path, such as my_queue.backend)")
+    missing = [name for name in REQUIRED if not hasattr(package, name)]
+    if missing:
+        raise ValueError(f"its package {package.__name__} declares no {', '.join(missing)} (a backend kind's package "
+                         f"declares {', '.join(REQUIRED)}: see chaos.backends.registry)")
+    return package.__name__
+
+
+KINDS: Registry[str] = Registry("backend_kinds", "backend kind", lambda: BUILT_IN, _plugin_kind)
 
 
 @dataclass(frozen=True)
@@ -80,11 +108,16 @@ class Provider:
         self.backend_class().preflight(url)
 
 
-def providers(kind: str) -> dict[str, Provider]:
+def package(kind: str) -> ModuleType:
+    """The package that declares `kind` (an unknown kind is the user's error, said as such)."""
     if kind not in KINDS:
         raise ConfigError(f"Backend kind {kind!r} is not supported: expected one of {', '.join(sorted(KINDS))}. "
                           "Fix the backend key in target.toml.")
-    found: dict[str, Provider] = importlib.import_module(KINDS[kind]).PROVIDERS
+    return importlib.import_module(KINDS[kind])
+
+
+def providers(kind: str) -> dict[str, Provider]:
+    found: dict[str, Provider] = package(kind).PROVIDERS
     return found
 
 
@@ -98,8 +131,7 @@ def provider(kind: str, name: str) -> Provider:
 
 def reference_target(kind: str) -> str:
     """The bundled correct target of `kind` that a new target starts from (its package's REFERENCE_TARGET)."""
-    providers(kind)  # an unknown kind is the user's error, said as such
-    found: str = importlib.import_module(KINDS[kind]).REFERENCE_TARGET
+    found: str = package(kind).REFERENCE_TARGET
     return found
 
 
@@ -111,3 +143,17 @@ def server_options(kind: str) -> dict[str, ServerOption]:
 def provider_names() -> list[str]:
     """Every provider name of every kind, for the CLI's --backend choices."""
     return sorted({name for kind in KINDS for name in providers(kind)})
+
+
+def exports() -> dict[str, str]:
+    """The public names of the suite's own kinds (name -> its module), which `chaos` exports; a plugin's
+    are its own package's to export."""
+    found: dict[str, str] = {}
+    for kind in BUILT_IN:
+        found.update(getattr(package(kind), "EXPORTS", {}))
+    return found
+
+
+def worker_helpers(kinds: Iterable[str]) -> list[str]:
+    """The worker-side modules of `kinds` (their packages' WORKER_HELPERS)."""
+    return [module for kind in kinds for module in getattr(package(kind), "WORKER_HELPERS", ())]

@@ -20,7 +20,7 @@ from chaos.errors import ConfigError, HarnessError
 from chaos.explore.report import Finding, Report, text
 from chaos.explore.runs import Attempt, ScheduleRunner, Variant
 from chaos.explore.scenario_file import write
-from chaos.explore.schedule import FAULTS, Schedule
+from chaos.explore.schedule import Schedule, faults
 from chaos.explore.search import INTERRUPTED, MODES, Budget, Search, SearchLog
 from chaos.explore.shared import SharedRuns
 from chaos.names import id_part
@@ -96,14 +96,15 @@ def takeable_faults(options: ExploreOptions) -> tuple[str, ...]:
     target = find_target(options.variant.target)
     settings = run_options(options.variant.cell("explore"))
     prepare(target, _declaring(()), settings)
-    wanted = options.faults if options.faults is not None else FAULTS
+    known = faults()
+    wanted = options.faults if options.faults is not None else known
     if not wanted:
-        raise ConfigError(f"--faults names no fault kind: expected some of {', '.join(FAULTS)}, comma-separated "
+        raise ConfigError(f"--faults names no fault kind: expected some of {', '.join(known)}, comma-separated "
                           "(--faults kill,stop), or no --faults for every kind the target can take.")
-    unknown = [kind for kind in wanted if kind not in FAULTS]
+    unknown = [kind for kind in wanted if kind not in known]
     if unknown:
         raise ConfigError(f"--faults {','.join(unknown)}: the schedule language has the faults "
-                          f"{', '.join(FAULTS)}; name some of them, comma-separated.")
+                          f"{', '.join(known)}; name some of them, comma-separated.")
     takeable = []
     for kind in wanted:
         try:

@@ -10,7 +10,7 @@ from typing import Any
 from chaos import events
 from chaos.errors import NotExercised
 from chaos.events import Event
-from chaos.explore.schedule import HOLDING, KILLING, Schedule, Step
+from chaos.explore.schedule import Schedule, Step, role, victim
 from chaos.scenario import Context, Gate, HeldProbe
 
 POLL_S = 0.05  # how long each pending step's gate is looked at in turn
@@ -79,28 +79,17 @@ class _Faults:
     def apply(self, step: Step, gate: Gate, held: HeldProbe) -> bool:
         """Apply the step's fault to what its gate holds; whether its victim lives on holding a stale claim."""
         ctx = self.ctx
-        if step.fault in HOLDING:
+        target = victim(step.fault, held.worker)
+        if role(step.fault) == "holds":
             until = ctx.probe_of("claim", held.job, not_worker=held.worker)
-            if step.fault == "stop":
-                ctx.stop_until(held.worker, until, ctx.recovery_deadline(), gate=gate, premise=ctx.leased)
-            elif step.fault == "pause":
-                ctx.pause_until(held.worker, until, ctx.recovery_deadline(), gate=gate, premise=ctx.leased)
-            else:
-                ctx.partition_until(held.worker, until, ctx.recovery_deadline(), gate=gate, premise=ctx.leased)
+            ctx.hold_until(step.fault, target, until, ctx.recovery_deadline(), gate, premise=ctx.leased)
             return True
-        if step.fault in KILLING:
-            if step.fault == "kill":
-                ctx.kill(held.worker, gate=gate)
-            else:
-                ctx.kill_container(held.worker, gate=gate)
+        ctx.inject(step.fault, target, gate)
+        if role(step.fault) == "kills":
             if step.replace or self.alive == 1:
                 ctx.start_worker()
             else:
                 self.alive -= 1
-        elif step.fault == "restart":
-            ctx.restart(held.worker, gate=gate)
-        else:
-            ctx.restart_backend(gate=gate)
         ctx.release(gate)  # what the gate held goes on (a restarted server's client) or is gone
         return False
 

@@ -11,27 +11,59 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from chaos import events
 from chaos.errors import ConfigError
+from chaos.faults import KINDS
 
 # Gate points, the earliest of a job's life first (so shrinking moves a step earlier).
 TRIGGERS = ("after:claim", "after:effect", "before:ack")
-# Faults that hold their victim (frozen or cut off) until another worker claims its job (at most the
-# recovery deadline), then let it go on.
-HOLDING = ("stop", "partition", "pause")
-# Faults whose victim dies; the step may start a fresh worker after it.
-KILLING = ("kill", "container_kill")
-# Faults that take the victim down and bring it (or the server) back at once.
-RESTARTING = ("restart", "backend_restart")
-FAULTS = KILLING + HOLDING + RESTARTING
+Role = Literal["kills", "holds", "restarts"]
+ROLES: tuple[Role, ...] = ("kills", "holds", "restarts")  # the order schedules draw (and shrink toward) faults in
+
+
+def role(fault: str) -> Role | None:
+    """What a step does with a fault kind, from what the kind says of itself (chaos.faults), so any kind
+    registered, a plugin's included, is scheduled without an edit here:
+
+    - kills: its victim dies (it ends the executions it reaches, and nothing starts it again); the step may
+      start a fresh worker after it;
+    - holds: it lasts on one worker (it heals) and takes its job: held (frozen or cut off) until another
+      worker claims the job, at most the recovery deadline, then let go on;
+    - restarts: it takes its target down and brings it (a worker, or the server) back at once.
+
+    Other kinds (a clock shift, a slow link, a fault on every worker at once) are not scheduled."""
+    kind = KINDS.get(fault)
+    if kind is None or kind.inject is None:
+        return None
+    if kind.restarts:
+        return "restarts"
+    if kind.ends_executions and kind.reach == "target":
+        return "kills"
+    if kind.heal is not None and kind.takes_owner and kind.reach == "target":
+        return "holds"
+    return None
+
+
+def victim(fault: str, owner: str) -> str:
+    """Whom a step applies `fault` to: the owner its gate holds, or the server for a kind that reaches
+    every worker at once (a backend restart)."""
+    return owner if KINDS[fault].reach == "target" else events.BACKEND
+
+
+def faults() -> tuple[str, ...]:
+    """Every fault kind a schedule may use, the killing ones first, then the holding, then the restarting."""
+    return tuple(name for wanted in ROLES for name in KINDS if role(name) == wanted)
+
+
 MAX_JOBS, MAX_WORKERS, MAX_STEPS, MAX_NTH = 12, 6, 4, 2
 
 
 @dataclass(frozen=True)
 class Step:
     """When `trigger` (a gate point) happens for the `nth` time to job number `job` (1-based), apply
-    `fault` to the worker holding it (or to the server, for backend_restart)."""
+    `fault` to the worker holding it (or to the server, for a fault that reaches every worker)."""
 
     trigger: str
     job: int
@@ -42,21 +74,16 @@ class Step:
     @classmethod
     def of(cls, trigger: str, job: int, fault: str, nth: int = 1, replace: bool = False) -> Step:
         """One spelling per step: a setting its fault ignores takes its default."""
-        return cls(trigger, job, fault, nth, replace and fault in KILLING)
+        return cls(trigger, job, fault, nth, replace and role(fault) == "kills")
 
     def describe(self) -> str:
         ordinal = {1: "1st", 2: "2nd", 3: "3rd"}.get(self.nth, f"{self.nth}th")
-        when = f"at the {ordinal} {self.trigger} of job {self.job}"
-        if self.fault == "backend_restart":
-            return f"{when}, restart the backend server"
-        what = {"kill": "SIGKILL its owner", "container_kill": "kill its owner's container",
-                "restart": "restart its owner", "stop": "SIGSTOP its owner", "pause": "pause its owner's container",
-                "partition": "partition its owner from the backend"}[self.fault]
-        if self.fault in HOLDING:
+        what = KINDS[self.fault].says("its owner")
+        if role(self.fault) == "holds":
             what += " until another worker claims the job"
-        if self.fault in KILLING:
+        if role(self.fault) == "kills":
             what += ", then start a fresh worker" if self.replace else " (a fresh one starts if none is left)"
-        return f"{when}, {what}"
+        return f"at the {ordinal} {self.trigger} of job {self.job}, {what}"
 
 
 @dataclass(frozen=True)
@@ -85,7 +112,7 @@ class Schedule:
         leaves no worker alive (a queue cannot be asked to recover a job with nobody to run it). The
         count is the same in whatever order the steps' events come."""
         asked = sum(step.replace for step in self.steps)
-        unreplaced = sum(step.fault in KILLING and not step.replace for step in self.steps)
+        unreplaced = sum(role(step.fault) == "kills" and not step.replace for step in self.steps)
         return asked + max(0, unreplaced - (self.workers - 1))
 
     def no_larger_than(self, other: tuple[int, int, int]) -> bool:
@@ -100,7 +127,7 @@ class Schedule:
     def to_dict(self) -> dict[str, Any]:
         return {"jobs": self.jobs, "long_jobs": self.long_jobs, "workers": self.workers,
                 "steps": [{"trigger": s.trigger, "job": s.job, "nth": s.nth, "fault": s.fault,
-                           **({"replace": s.replace} if s.fault in KILLING else {})} for s in self.steps]}
+                           **({"replace": s.replace} if role(s.fault) == "kills" else {})} for s in self.steps]}
 
     def digest(self) -> str:
         return hashlib.sha1(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
@@ -132,8 +159,8 @@ def _step(raw: Any, jobs: int) -> Step:
     trigger, fault = raw.get("trigger"), raw.get("fault")
     if trigger not in TRIGGERS:
         raise ConfigError(f"A schedule step's trigger must be one of {', '.join(TRIGGERS)}; got {trigger!r}.")
-    if fault not in FAULTS:
-        raise ConfigError(f"A schedule step's fault must be one of {', '.join(FAULTS)}; got {fault!r}.")
+    if not isinstance(fault, str) or role(fault) is None:
+        raise ConfigError(f"A schedule step's fault must be one of {', '.join(faults())}; got {fault!r}.")
     replace = raw.get("replace", False)
     if not isinstance(replace, bool):
         raise ConfigError(f"A schedule step's replace must be true or false; got {replace!r}.")

@@ -11,7 +11,7 @@ from chaos import events
 from chaos.check.history import Execution, FaultHistory, RunHistory
 from chaos.check.scan import scan
 from chaos.events import Event
-from chaos.explore.schedule import HOLDING
+from chaos.explore.schedule import role, victim
 
 # Each window, and what reaching it means.
 WINDOWS = {
@@ -77,12 +77,13 @@ def _stale_probes(job_events: list[Event], by_key: dict[tuple[str, object], Exec
 
 
 def _fault_windows(run: RunHistory, fault: FaultHistory, lease_s: float | None, reading: Reading) -> None:
-    if fault.kind in HOLDING and fault.applied is not None and fault.victims:
+    if role(fault.kind) == "holds" and fault.applied is not None and fault.victims:
         held_s = (fault.healed.mono if fault.healed is not None else _last(run)) - fault.applied.mono
         reading.exposure_s = max(reading.exposure_s, held_s)
         if lease_s is not None and held_s > lease_s:
             reading.windows.add("owner_held_past_lease")
-    if fault.kind == "backend_restart" and _recovery_pending(run, fault.seq):
+    restarts_server = role(fault.kind) == "restarts" and victim(fault.kind, "") == events.BACKEND
+    if restarts_server and _recovery_pending(run, fault.seq):
         reading.windows.add("backend_restart_during_recovery")
 
 

@@ -25,5 +25,6 @@ def inject(world: FaultWorld, target: str, params: Params) -> Params:
     return {"mode": mode, "down_s": round(time.monotonic() - began, 4)}
 
 
-KIND = FaultKind("backend_restart", reach="everyone", takes_owner=True, excuses="since_claim", prove=prove,
-                 needs=frozenset({RESTART}), inject=inject)
+KIND = FaultKind("backend_restart", "restart the backend server",
+                 "the server was restarted ({mode}, down {down_s} s)", reach="everyone", takes_owner=True,
+                 restarts=True, excuses="since_claim", prove=prove, needs=frozenset({RESTART}), inject=inject)

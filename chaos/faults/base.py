@@ -129,6 +129,13 @@ class FaultWorld(Protocol):
 @dataclass(frozen=True)
 class FaultKind:
     name: str
+    # What it does, for a reader (explore's step descriptions, the docs): a phrase in which "{worker}" names
+    # its target, e.g. "SIGKILL {worker}".
+    action: str = ""
+    # What a report says of it once applied, and once healed (chaos.reports.proof): sentences in which
+    # "{who}" names its target, "{pids}" the pids it touched, and any other field one of its records' data.
+    applied_words: str = ""
+    healed_words: str = ""
     # -- the checker's half ---------------------------------------------------------------------------
     # Whose executions it reaches: its target worker's, or every worker's (the backend is shared).
     reach: Literal["target", "everyone"] = "target"
@@ -136,6 +143,8 @@ class FaultKind:
     takes_owner: bool = False
     # The executions it reaches end at its journal entry (the process is gone).
     ends_executions: bool = False
+    # What it ends, it starts again at once (the process under the same name, or the backend server).
+    restarts: bool = False
     # A reclaim from an owner this fault reached is not premature: "since_claim" when the fault came
     # after the owner's claim, "always" when the owner ran under it from the start (a skewed clock).
     excuses: Literal["since_claim", "always", "never"] = "never"
@@ -161,6 +170,11 @@ class FaultKind:
     settle: Callable[[FaultWorld, str, Params], None] | None = None
     # Undoes the fault, in `finally`; returns what it touched, for `fault.healed`.
     heal: Callable[[FaultWorld, str, Params], Params] | None = None
+
+
+    def says(self, worker: str) -> str:
+        """Its action, for `worker` ("its owner", "w1")."""
+        return (self.action or f"apply a {self.name} fault to {{worker}}").format(worker=worker)
 
 
 def not_exercised_without_proof(kind: str) -> tuple[bool, str]:

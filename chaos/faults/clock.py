@@ -58,5 +58,6 @@ def preflight() -> None:
     faketime_env(0.0)
 
 
-KIND = FaultKind("clock", excuses="always", prove=prove, watch_probe=watch_probe, inject=inject,
-                 preflight=preflight)
+KIND = FaultKind("clock", "start {worker} with its wall clock shifted",
+                 "{who} ran with its clock shifted by {offset_s} s", excuses="always", prove=prove,
+                 watch_probe=watch_probe, inject=inject, preflight=preflight)

@@ -80,11 +80,12 @@ def _engine() -> None:
     engine_client()
 
 
-PAUSE = FaultKind("pause", takes_owner=True, excuses="since_claim", suspends=True, prove=_prove_pause,
-                  containers=True, preflight=_engine, inject=_pause, heal=_thaw)
-CONTAINER_KILL = FaultKind("container_kill", takes_owner=True, ends_executions=True, excuses="since_claim",
-                           prove=_prove_kill, containers=True, preflight=_engine, inject=_kill, settle=_reap)
-DISCONNECT = FaultKind("disconnect", reach="everyone", takes_owner=True, excuses="since_claim",
-                       recovery_from="healed", prove=_prove_disconnect, needs=frozenset({CONTAINER}),
-                       preflight=_engine, inject=_disconnect, heal=_connect)
+PAUSE = FaultKind("pause", "pause {worker}'s container", takes_owner=True, excuses="since_claim", suspends=True,
+                  prove=_prove_pause, containers=True, preflight=_engine, inject=_pause, heal=_thaw)
+CONTAINER_KILL = FaultKind("container_kill", "kill {worker}'s container", takes_owner=True, ends_executions=True,
+                           excuses="since_claim", prove=_prove_kill, containers=True, preflight=_engine, inject=_kill,
+                           settle=_reap)
+DISCONNECT = FaultKind("disconnect", "cut the backend's container off its network", reach="everyone",
+                       takes_owner=True, excuses="since_claim", recovery_from="healed", prove=_prove_disconnect,
+                       needs=frozenset({CONTAINER}), preflight=_engine, inject=_disconnect, heal=_connect)
 KINDS = (PAUSE, CONTAINER_KILL, DISCONNECT)

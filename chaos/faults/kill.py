@@ -28,5 +28,5 @@ def settle(world: FaultWorld, target: str, applied: Params) -> None:
     world.reap(target, applied["pids"])
 
 
-KIND = FaultKind("kill", takes_owner=True, ends_executions=True, excuses="since_claim", prove=prove,
-                 inject=inject, settle=settle)
+KIND = FaultKind("kill", "SIGKILL {worker}", "{who} was killed (SIGKILL){pids}", takes_owner=True,
+                 ends_executions=True, excuses="since_claim", prove=prove, inject=inject, settle=settle)

@@ -72,5 +72,6 @@ def prove(fault: FaultView, run: RunView) -> tuple[bool, str]:
                    f"byte held, no extension failed ({extended} succeeded)")
 
 
-KIND = FaultKind("partition", takes_owner=True, excuses="since_claim", prove=prove, watch_probe=watch_probe,
-                 network=True, inject=inject, heal=heal)
+KIND = FaultKind("partition", "partition {worker} from the backend", "{who} was cut off from the server ({mode})",
+                 "{who}'s link to the server was restored", takes_owner=True, excuses="since_claim",
+                 prove=prove, watch_probe=watch_probe, network=True, inject=inject, heal=heal)

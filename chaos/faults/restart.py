@@ -24,5 +24,6 @@ def inject(world: FaultWorld, target: str, params: Params) -> Params:
     return {"pids": pids, "new_pid": new_pid}
 
 
-KIND = FaultKind("restart", takes_owner=True, ends_executions=True, excuses="since_claim", prove=prove,
-                 inject=inject)
+KIND = FaultKind("restart", "restart {worker}", "{who} was killed and started again (new pid {new_pid})",
+                 takes_owner=True, ends_executions=True, restarts=True,
+                 excuses="since_claim", prove=prove, inject=inject)

@@ -25,5 +25,6 @@ def heal(world: FaultWorld, target: str, applied: Params) -> Params:
     return {"pids": world.signal(target, signal.SIGCONT)}
 
 
-KIND = FaultKind("stop", takes_owner=True, excuses="since_claim", suspends=True, prove=prove, inject=inject,
-                 heal=heal)
+KIND = FaultKind("stop", "SIGSTOP {worker}", "{who} was stopped (SIGSTOP){pids}", "{who} was resumed (SIGCONT)",
+                 takes_owner=True, excuses="since_claim", suspends=True, prove=prove,
+                 inject=inject, heal=heal)

@@ -44,7 +44,7 @@ def _slice(params: Params) -> list[tuple[str, str, dict[str, int]]]:
     return [("slicer", stream, attributes) for stream in BOTH]
 
 
-def _kind(name: str, toxics: Toxics) -> FaultKind:
+def _kind(name: str, action: str, toxics: Toxics) -> FaultKind:
     def inject(world: FaultWorld, target: str, params: Params) -> Params:
         link = world.network(target)
         names = []
@@ -60,7 +60,7 @@ def _kind(name: str, toxics: Toxics) -> FaultKind:
             link.remove_toxic(toxic)
         return {"proxy": link.proxy, "removed": list(applied.get("toxics", []))}
 
-    return FaultKind(name, excuses="since_claim", prove=_prove, watch_probe=_watch, network=True, inject=inject,
+    return FaultKind(name, action, excuses="since_claim", prove=_prove, watch_probe=_watch, network=True, inject=inject,
                      heal=heal)
 
 
@@ -79,4 +79,7 @@ def _prove(fault: FaultView, run: RunView) -> tuple[bool, str]:
     return True, f"{fault.target}'s link degraded by {', '.join(toxics)} while it reported {probes} probe(s)"
 
 
-KINDS = (_kind("latency", _latency), _kind("bandwidth", _bandwidth), _kind("reset", _reset), _kind("slice", _slice))
+KINDS = (_kind("latency", "delay {worker}'s traffic to the backend", _latency),
+         _kind("bandwidth", "limit the bandwidth of {worker}'s link to the backend", _bandwidth),
+         _kind("reset", "reset {worker}'s connection to the backend", _reset),
+         _kind("slice", "slice {worker}'s traffic to the backend into small pieces", _slice))

@@ -98,6 +98,10 @@ def kinds() -> str:
         rows = [(f"`{name}`", "; ".join(f"`{o.name}` (default `{o.default}`): {o.doc}" for o in provider.options)
                  or "–") for name, provider in found.items()]
         lines += _table(("provider", "server settings (target.toml's [server])"), rows)
+        classes = getattr(importlib.import_module(package), "EXPORTS", {})
+        if classes:
+            lines += ["For a target's control and observer: " + ", ".join(
+                f"`from {module} import {name}`" for name, module in classes.items()) + ".", ""]
     lines += ["## Fault kinds", "",
               "reach: whose executions it reaches; takes owner: the jobs it reaches lose their owner (their "
               "recovery clock starts); ends: the owner's process is gone; suspends: its target is frozen while it "

@@ -9,6 +9,7 @@ from typing import Any
 from chaos import events
 from chaos.check.control_answers import evidence_words
 from chaos.events import Event
+from chaos.faults import fault_kind
 from chaos.reports.formatting import short
 
 HEAD, TAIL = 12, 48  # a witness longer than both is shown as its head, a gap, its tail
@@ -40,20 +41,15 @@ def _at(t: float) -> str:
 
 
 def _fault_words(kind: str, target: str, data: dict[str, Any], healed: bool) -> str:
+    """The kind's own words (FaultKind.applied_words, healed_words), else plain ones any kind fits."""
     who = "the server" if target == events.BACKEND else target
+    found = fault_kind(kind)
     if healed:
-        return {"stop": f"{who} was resumed (SIGCONT)", "partition": f"{who}'s link to the server was restored"
-                }.get(kind, f"the {kind} fault on {who} was healed")
+        return (found.healed_words or "the {kind} fault on {who} was healed").format_map(
+            _Fields({**data, "kind": kind, "who": who}))
     pids = f" (pids {', '.join(str(p) for p in data.get('pids') or [])})" if data.get("pids") else ""
-    words = {
-        "kill": f"{who} was killed (SIGKILL){pids}",
-        "stop": f"{who} was stopped (SIGSTOP){pids}",
-        "restart": f"{who} was killed and started again (new pid {data.get('new_pid')})",
-        "backend_restart": f"the server was restarted ({data.get('mode', '')}, down {data.get('down_s', '?')} s)",
-        "partition": f"{who} was cut off from the server ({data.get('mode', 'disable')})",
-        "clock": f"{who} ran with its clock shifted by {data.get('offset_s')} s",
-    }
-    return words.get(kind, f"a {kind} fault took hold of {who}")
+    return (found.applied_words or "a {kind} fault took hold of {who}").format_map(
+        _Fields({**data, "kind": kind, "who": who, "pids": pids}))
 
 
 def _sentence(entry: dict[str, Any], job: str | None, journal: dict[str, Event]) -> str:

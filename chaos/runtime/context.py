@@ -13,8 +13,7 @@ from chaos import events
 from chaos.contract import Contract
 from chaos.errors import ChaosError, ConfigError, HarnessError, NotExercised
 from chaos.events import Event
-from chaos.faults import backend_restart, clock, container, kill, partition, restart, stop
-from chaos.faults.base import Scope
+from chaos.faults import clock
 from chaos.ledger import Ledger
 from chaos.names import check_name
 from chaos.queue_model import Control, Job, JobState
@@ -24,14 +23,16 @@ from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import ActiveFault, Nemesis
 from chaos.runtime.sink import Sink
 from chaos.runtime.warmup import Warmup
-from chaos.scenario import Condition, Gate, HeldProbe, NetworkFault
+from chaos.scenario import Condition, Context, Gate, HeldProbe, NetworkFault
 
 GATE_TIMEOUT_S = 30.0
 WORKERS_CHECK_S = 0.1  # how often a gate wait checks that some worker is still alive to reach it
 SNAPSHOT_POLL_S = 0.05
 
 
-class ScenarioContext:
+class ScenarioContext(Context):
+    """The run's `Context`: what only a run can do; the fault verbs it inherits."""
+
     def __init__(self, ledger: Ledger, contract: Contract, control: Control, sink: Sink, launcher: Launcher,
                  nemesis: Nemesis, seed: int, activity: list[str], params: dict[str, str] | None = None) -> None:
         self.ledger = ledger
@@ -171,101 +172,39 @@ class ScenarioContext:
     def leased(self) -> bool:
         return self.contract.renewal_bound_s is not None
 
-    # -- faults ----------------------------------------------------------------------------------
+    # -- faults (the built-in kinds' verbs are Context's, over these) -----------------------------------
 
-    def kill(self, worker: str, gate: Gate | None = None, scope: Scope = "tree", pid: int | None = None) -> list[int]:
-        if scope == "sender" and pid is None:
-            raise ConfigError("ctx.kill(..., scope='sender') needs the pid of the process that sent the probe "
-                              "(held.pid); ctx.kill_held(gate, scope='sender') passes it.")
-        sender = {"pid": pid} if scope == "sender" else {}
-        pids: list[int] = self.nemesis.inject(kill.KIND.name, worker, _armed_or_none(gate), scope=scope,
-                                              **sender)["pids"]
-        return pids
+    def inject(self, kind: str, target: str, gate: Gate | None = None, **params: Any) -> dict[str, Any]:
+        return self.nemesis.inject(kind, target, _armed_or_none(gate), **params)
 
-    def kill_held(self, gate: Gate, scope: Scope = "tree") -> HeldProbe:
-        """The ledger then proves the kill landed exactly in the gated window."""
-        held = self.wait(gate)
-        self.kill(held.worker, gate=gate, scope=scope, pid=held.pid)
-        self.release(gate)
-        return held
+    def begin(self, kind: str, target: str, gate: Gate | None = None, **params: Any) -> ActiveFault:
+        return self.nemesis.begin(kind, target, _armed_or_none(gate), **params)
 
-    def stop_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
-                   gate: Gate | None = None, *, premise: bool = True) -> bool:
-        """The held gate's answer waits for the worker to resume; SIGCONT comes in the nemesis's `finally`."""
-        return self._until(stop.KIND.name, worker, predicate, max_s, gate, "stopped", premise)
-
-    def _until(self, kind: str, worker: str, predicate: Callable[[Event], bool], max_s: float, gate: Gate | None,
-               state: str, premise: bool, **params: Any) -> bool:
-        """Apply a fault to `worker`, release `gate`, wait (at most `max_s`) for `predicate`, heal the fault;
-        whether the predicate held (recorded with the heal). A named predicate's words are journaled with
-        the fault (`until`, `until_job`, and whether it is the scenario's `premise`) for the checker."""
+    def hold_until(self, kind: str, target: str, predicate: Callable[[Event], bool], max_s: float,
+                   gate: Gate | None = None, *, premise: bool = True, **params: Any) -> bool:
+        """A named predicate's words are journaled with the fault (`until`, `until_job`, and whether it is the
+        scenario's `premise`) for the checker; the held gate's answer waits for the heal (a SIGCONT, a
+        thaw), which comes in the nemesis's `finally`."""
         if isinstance(predicate, Condition):
             params.update(until=predicate.text, until_job=predicate.job, premise=premise)
-        with self.nemesis.active(kind, worker, _armed_or_none(gate), max_s=max_s, **params) as fault:
+        with self.nemesis.active(kind, target, _armed_or_none(gate), max_s=max_s, **params) as fault:
             if gate is not None:
                 self.release(gate)
-            self._doing(f"holding {worker} {state}")
+            self._doing(f"holding {target} under a {kind} fault")
             held = self.ledger.wait_for(predicate, max_s) is not None
             fault.healed["condition_held"] = held
         self._doing("running the scenario")
         return held
 
-    def pause_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float,
-                    gate: Gate | None = None, *, premise: bool = True) -> bool:
-        """Freeze the worker's whole container (every process, detached or not) until `predicate` or
-        `max_s`, then thaw it; the held gate's answer waits for the thaw."""
-        return self._until(container.PAUSE.name, worker, predicate, max_s, gate, "paused", premise)
-
-    def kill_container(self, worker: str, gate: Gate | None = None) -> list[int]:
-        """SIGKILL the worker's container: every process in it dies, however it detached."""
-        pids: list[int] = self.nemesis.inject(container.CONTAINER_KILL.name, worker, _armed_or_none(gate))["pids"]
-        return pids
-
-    def disconnect_backend_until(self, predicate: Callable[[Event], bool], max_s: float,
-                                 gate: Gate | None = None, *, premise: bool = True) -> bool:
-        """Cut the backend's container off its network until `predicate` or `max_s` (docker provider)."""
-        return self._until(container.DISCONNECT.name, events.BACKEND, predicate, max_s, gate, "cut off",
-                           premise)
+    def heal(self, fault: NetworkFault) -> None:
+        if not isinstance(fault, ActiveFault):
+            raise HarnessError(f"{fault!r} is not a fault this run's ctx put in place")
+        self.nemesis.end(fault)
 
     def waive(self, kind: str, why: str) -> None:
         """Say why this run does not inject a fault kind its FAULTS declares (the checker otherwise calls a
         declared kind never injected inconclusive: the run proved nothing under it)."""
         self.ledger.append(events.fault_waived(kind, why))
-
-    def restart(self, name: str, gate: Gate | None = None) -> int:
-        new_pid: int = self.nemesis.inject(restart.KIND.name, name, _armed_or_none(gate))["new_pid"]
-        return new_pid
-
-    def restart_backend(self, mode: str = "immediate", gate: Gate | None = None) -> None:
-        self.nemesis.inject(backend_restart.KIND.name, events.BACKEND, _armed_or_none(gate), mode=mode)
-
-    # -- network faults ------------------------------------------------------------------------------
-
-    def partition(self, worker: str, mode: str = "disable", gate: Gate | None = None) -> ActiveFault:
-        return self.nemesis.begin(partition.KIND.name, worker, _armed_or_none(gate), mode=mode)
-
-    def partition_until(self, worker: str, predicate: Callable[[Event], bool], max_s: float, mode: str = "disable",
-                        gate: Gate | None = None, *, premise: bool = True) -> bool:
-        return self._until(partition.KIND.name, worker, predicate, max_s, gate, f"partitioned ({mode})", premise,
-                           mode=mode)
-
-    def latency(self, worker: str, ms: int, jitter_ms: int = 0) -> ActiveFault:
-        return self.nemesis.begin("latency", worker, latency_ms=ms, jitter_ms=jitter_ms)
-
-    def bandwidth(self, worker: str, kb_per_s: int) -> ActiveFault:
-        return self.nemesis.begin("bandwidth", worker, rate_kb=kb_per_s)
-
-    def reset(self, worker: str, timeout_ms: int = 0) -> ActiveFault:
-        return self.nemesis.begin("reset", worker, timeout_ms=timeout_ms)
-
-    def slice(self, worker: str, average_size: int = 16, size_variation: int = 8, delay_us: int = 1000) -> ActiveFault:
-        return self.nemesis.begin("slice", worker, average_size=average_size, size_variation=size_variation,
-                                  delay_us=delay_us)
-
-    def heal(self, fault: NetworkFault) -> None:
-        if not isinstance(fault, ActiveFault):
-            raise HarnessError(f"{fault!r} is not a fault this run's ctx put in place")
-        self.nemesis.end(fault)
 
     # -- the queue's own view --------------------------------------------------------------------
 

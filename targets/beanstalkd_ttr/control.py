@@ -1,6 +1,6 @@
 """beanstalkd_ttr control side: the run's tube, each job put with the target's TTR."""
 
-from chaos import BeanstalkdQueueControl
+from chaos.backends.beanstalkd.control import BeanstalkdQueueControl
 
 
 class Control(BeanstalkdQueueControl):

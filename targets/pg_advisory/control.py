@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 
-from chaos import TableQueueControl
+from chaos.backends.postgres.control import TableQueueControl
 
 KEY_SPACE = 2**40
 

@@ -1,7 +1,7 @@
 """pg_lease control side: the jobs table of the visibility-timeout seed, and the result table of its
 `report = "result-store"` variant."""
 
-from chaos import TableQueueControl
+from chaos.backends.postgres.control import TableQueueControl
 
 RESULTS_DDL = "CREATE TABLE results (job text NOT NULL, token text NOT NULL, PRIMARY KEY (job, token))"
 

@@ -3,7 +3,7 @@ claimed row; a completion is any UPDATE that leaves the row done (also done agai
 from a stale owner is a completion the queue accepted); a release puts a claimed job back to pending (a
 failed handler's retry); a failure makes it dead."""
 
-from chaos import TriggerObserver
+from chaos.backends.postgres.observer import TriggerObserver
 
 
 class Observer(TriggerObserver):

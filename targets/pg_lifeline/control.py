@@ -5,7 +5,7 @@ attempted_by), completed -> done, discarded -> dead. `executing_s` is how long t
 been running by the database clock, the age the rescuer judges it by.
 """
 
-from chaos import TableQueueControl
+from chaos.backends.postgres.control import TableQueueControl
 
 
 class Control(TableQueueControl):

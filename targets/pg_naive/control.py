@@ -1,6 +1,6 @@
 """pg_naive control side: the dispatcher table of the orphaned-claim seed."""
 
-from chaos import TableQueueControl
+from chaos.backends.postgres.control import TableQueueControl
 
 
 class Control(TableQueueControl):

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import psycopg
 
-from chaos import JobState, TableQueueControl
+from chaos import JobState
+from chaos.backends.postgres.control import TableQueueControl
 
 
 class Control(TableQueueControl):

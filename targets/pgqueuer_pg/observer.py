@@ -11,7 +11,7 @@ The job is the suite's id, which the control stores in pgqueuer's `dedupe_key`. 
 sends: pgqueuer's job id, the row's `queue_manager_id` (the picking worker's) and its `attempts`. A DELETE's
 token is the row's owner at that moment; the actor (application_name) is who deleted it."""
 
-from chaos import TriggerObserver
+from chaos.backends.postgres.observer import TriggerObserver
 
 
 class Observer(TriggerObserver):

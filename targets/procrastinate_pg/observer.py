@@ -13,7 +13,7 @@ application_name, which worker.py and reconciler.py set to the suite's name for 
 The token is the execution's, as the worker names it (tasks.token_of): the job's id and the attempt,
 from the attempts column before the change."""
 
-from chaos import TriggerObserver
+from chaos.backends.postgres.observer import TriggerObserver
 
 
 class Observer(TriggerObserver):

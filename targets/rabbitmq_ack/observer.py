@@ -3,7 +3,7 @@ worker whose connection it went to (named for its CHAOS_WORKER_ID), each publish
 failure. RabbitMQ shows no ack, nack or requeue, so the record covers claims and failures only: completions
 are judged from the workers' probes."""
 
-from chaos import FirehoseObserver
+from chaos.backends.rabbitmq.observer import FirehoseObserver
 
 
 class Observer(FirehoseObserver):

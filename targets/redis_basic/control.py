@@ -1,6 +1,6 @@
 """redis_basic control side: the shared Redis key layout (a queue list, done and dead records)."""
 
-from chaos import RedisQueueControl
+from chaos.backends.redis.control import RedisQueueControl
 
 
 class Control(RedisQueueControl):

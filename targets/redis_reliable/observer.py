@@ -4,7 +4,7 @@ transaction as its done entry a completion (with the dead set: a failure; pushed
 moved back by the reconciler: a release). The actor is the worker the processing list is named for,
 the identity it registered in the queue's own keys; a completion's token is the one its ack wrote."""
 
-from chaos import ReplicaObserver
+from chaos.backends.redis.observer import ReplicaObserver
 
 
 class Observer(ReplicaObserver):

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaos import Backend, Contract, Job, JobState, RedisQueueControl
+from chaos import Backend, Contract, Job, JobState
+from chaos.backends.redis.control import RedisQueueControl
 from chaos.worker.redis import entry
 from chaos.worker.redis_streams import GROUP, StreamKeys, job_of, worker_of
 

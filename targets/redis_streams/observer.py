@@ -4,7 +4,7 @@ replica naming its consumer and delivery counter, each XACK with the done record
 counter; a completion is the done hash's write in the XACK's transaction, by the consumer its token names,
 whatever that consumer's worker reported."""
 
-from chaos import StreamObserver
+from chaos.backends.redis.streams import StreamObserver
 
 
 class Observer(StreamObserver):

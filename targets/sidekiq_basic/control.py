@@ -16,7 +16,8 @@ import secrets
 import time
 from typing import Any
 
-from chaos import Backend, Contract, Job, JobState, RedisQueueControl
+from chaos import Backend, Contract, Job, JobState
+from chaos.backends.redis.control import RedisQueueControl
 
 QUEUE = "default"
 JOB_CLASS = "ChaosJob"  # worker.rb's job class

@@ -14,15 +14,16 @@ import pika.exceptions
 import pytest
 import redis
 
-from chaos import RabbitMQQueueControl, RedisQueueControl
 from chaos.backends import rabbitmq as rabbitmq_kind
 from chaos.backends import redis as redis_kind
 from chaos.backends.base import BackendSettings
 from chaos.backends.beanstalkd.external import ExternalBeanstalkd
 from chaos.backends.beanstalkd.local import LocalBeanstalkd
 from chaos.backends.local_server import LocalServer, server_processes
+from chaos.backends.rabbitmq.control import RabbitMQQueueControl
 from chaos.backends.rabbitmq.external import ExternalRabbitMQ
 from chaos.backends.rabbitmq.local import LocalRabbitMQ
+from chaos.backends.redis.control import RedisQueueControl
 from chaos.backends.redis.external import ExternalRedis
 from chaos.backends.redis.local import LocalRedis
 from chaos.contract import Contract

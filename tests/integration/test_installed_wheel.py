@@ -103,12 +103,12 @@ def copy_checkout(dest: Path) -> None:
             shutil.copy2(source, dest / name)
 
 
-def build_wheel(source: Path, dist: Path, env: dict[str, str]) -> Path:
+def build_wheel(source: Path, dist: Path, env: dict[str, str], pattern: str = "queue_chaos-*.whl") -> Path:
     in_place = run([sys.executable, "-c", CAN_BUILD_IN_PLACE], source.parent, env, SETUP_TIMEOUT_S, check=False)
     isolation = ["--no-build-isolation"] if in_place.returncode == 0 else []
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", *isolation, "-w", dist,
          source], source.parent, env, BUILD_TIMEOUT_S)
-    (wheel,) = dist.glob("queue_chaos-*.whl")
+    (wheel,) = dist.glob(pattern)
     return wheel
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from nats.js.api import StreamConfig
 
-from chaos import NatsQueueControl
 from chaos.backends.base import BackendSettings
 from chaos.backends.local_server import server_processes
+from chaos.backends.nats.control import NatsQueueControl
 from chaos.backends.nats.external import ExternalNats
 from chaos.backends.nats.local import LocalNats
 from chaos.contract import Contract

@@ -13,7 +13,6 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from chaos import TriggerObserver
 from chaos.backends.base import Backend, BackendSettings
 from chaos.backends.external import mask_password
 from chaos.backends.postgres import binaries as pg_binaries
@@ -21,6 +20,7 @@ from chaos.backends.postgres import cluster as pg_cluster
 from chaos.backends.postgres import external as pg_external
 from chaos.backends.postgres import local as pg_local
 from chaos.backends.postgres.local import LocalPostgres
+from chaos.backends.postgres.observer import TriggerObserver
 from chaos.backends.registry import provider
 from chaos.contract import Contract
 from chaos.errors import ConfigError, HarnessError

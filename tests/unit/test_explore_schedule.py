@@ -11,20 +11,22 @@ from hypothesis import strategies as st
 
 from chaos.errors import ConfigError
 from chaos.explore.scenario_file import render, write
-from chaos.explore.schedule import FAULTS, Schedule, Step
+from chaos.explore.schedule import Schedule, Step, faults, role, victim
 from chaos.explore.shrink import shrink, smaller
 from chaos.explore.strategy import schedules
+from chaos.faults import KINDS
+from chaos.faults.base import FaultKind, FaultWorld, Params
 from chaos.scenario import load_scenario
 
 
-@given(schedules(FAULTS))
+@given(schedules(faults()))
 def test_a_schedule_survives_its_plain_form(schedule: Schedule) -> None:
     assert Schedule.from_dict(schedule.to_dict()) == schedule
     assert len(schedule.describe()) == len(schedule.steps) + 1
 
 
 @settings(max_examples=20)
-@given(schedules(FAULTS))
+@given(schedules(faults()))
 def test_a_written_scenario_carries_its_schedule_and_declares_its_faults(schedule: Schedule) -> None:
     import tempfile
     with tempfile.TemporaryDirectory() as folder:
@@ -74,12 +76,12 @@ def test_a_hand_edited_schedule_is_checked_field_by_field(raw: object, says: str
 
 @given(st.data())
 def test_the_search_draws_only_the_faults_it_is_given(data: st.DataObject) -> None:
-    faults = data.draw(st.lists(st.sampled_from(FAULTS), min_size=1, unique=True))
-    schedule = data.draw(schedules(faults))
-    assert set(schedule.faults) <= set(faults)
+    given = data.draw(st.lists(st.sampled_from(faults()), min_size=1, unique=True))
+    schedule = data.draw(schedules(given))
+    assert set(schedule.faults) <= set(given)
 
 
-@given(schedules(FAULTS))
+@given(schedules(faults()))
 def test_every_cut_is_a_valid_schedule_no_larger_than_what_it_cut(schedule: Schedule) -> None:
     for candidate in smaller(schedule):
         assert Schedule.from_dict(candidate.to_dict()) == candidate
@@ -96,3 +98,22 @@ def test_the_greedy_shrinker_keeps_only_what_the_violation_needs() -> None:
                             Step.of("after:effect", 2, "backend_restart")), long_jobs=2)
     assert shows(start)
     assert shrink(start, shows) == Schedule(1, 2, (Step.of("after:claim", 1, "stop"),), 1)
+
+
+def test_the_schedulable_kinds_are_read_off_what_each_kind_says_of_itself() -> None:
+    assert faults() == ("kill", "container_kill", "stop", "partition", "pause", "restart", "backend_restart")
+    assert [role(kind) for kind in ("clock", "latency", "disconnect", "no_such_kind")] == [None] * 4
+    assert victim("backend_restart", "w1") == "backend" and victim("pause", "w1") == "w1"
+
+
+def test_a_kind_nobody_named_in_explore_is_scheduled_by_its_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def inject(world: FaultWorld, target: str, params: Params) -> Params:
+        return {}
+
+    freeze = FaultKind("freeze", "freeze {worker}", takes_owner=True, inject=inject, heal=inject)
+    monkeypatch.setattr(KINDS, "_entries", {**KINDS, "freeze": freeze})
+    assert role("freeze") == "holds" and "freeze" in faults()
+    step = Schedule.from_dict({"jobs": 1, "workers": 2, "steps": [{"trigger": "after:claim", "job": 1,
+                                                                     "fault": "freeze"}]}).steps[0]
+    assert step.describe() == ("at the 1st after:claim of job 1, freeze its owner until another worker claims "
+                               "the job")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chaos.explore.runs import Attempt, ScheduleRunner, Variant
-from chaos.explore.schedule import FAULTS, Schedule, Step
+from chaos.explore.schedule import Schedule, Step, faults
 from chaos.explore.search import Budget, Search, SearchLog
 from chaos.explore.shared import RUNNING, SharedRuns
 from chaos.explore.windows import Reading
@@ -29,7 +29,7 @@ class RuledRunner(ScheduleRunner):
 def search(tmp_path: Path, runs: int, seed: int = 1, shared: SharedRuns | None = None,
            mode: str = "random") -> tuple[RuledRunner, SearchLog]:
     runner = RuledRunner(tmp_path)
-    log = Search(runner, FAULTS, Budget(runs), mode, seed, None, lambda line: None, shared).run()
+    log = Search(runner, faults(), Budget(runs), mode, seed, None, lambda line: None, shared).run()
     return runner, log
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -14,21 +15,18 @@ import pytest
 
 import chaos
 import chaos.worker
-import chaos.worker.beanstalkd
-import chaos.worker.nats
-import chaos.worker.postgres
-import chaos.worker.rabbitmq
-import chaos.worker.redis
-import chaos.worker.redis_streams
-import chaos.worker.sqs
+from chaos.backends.registry import BUILT_IN, exports, worker_helpers
 from chaos.discovery import bundled
 
 PACKAGE = Path(chaos.__file__).parent
-WORKER_HELPERS = (chaos.worker.postgres, chaos.worker.redis, chaos.worker.redis_streams, chaos.worker.beanstalkd,
-                  chaos.worker.rabbitmq, chaos.worker.nats,
-                  chaos.worker.sqs)
-PUBLIC = {"chaos": set(chaos.__all__), "chaos.worker": set(chaos.worker.__all__),
-          **{helper.__name__: set(helper.__all__) for helper in WORKER_HELPERS}}
+WORKER_HELPERS = [importlib.import_module(module) for module in worker_helpers(BUILT_IN)]
+# A kind's control and observer classes are public at the module that defines them (its package's EXPORTS),
+# where mypy sees their types, and also as untyped `chaos.<Name>`.
+KIND_CLASSES: dict[str, set[str]] = {}
+for _name, _module in exports().items():
+    KIND_CLASSES.setdefault(_module, set()).add(_name)
+PUBLIC = {"chaos": set(chaos.__all__) | set(exports()), "chaos.worker": set(chaos.worker.__all__),
+          **{helper.__name__: set(helper.__all__) for helper in WORKER_HELPERS}, **KIND_CLASSES}
 # What runs inside a worker process, or is imported by it: it must parse on the oldest Python a queue uses.
 WORKER_SIDE = [PACKAGE / "__init__.py", PACKAGE / "events.py", PACKAGE / "probe.py",
                *sorted((PACKAGE / "worker").glob("*.py"))]
@@ -46,6 +44,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.contract": ("chaos.errors",),
     "chaos.contract_params": ("chaos.contract", "chaos.errors"),
     "chaos.usercode": ("chaos.errors",),
+    "chaos.plugins": ("chaos.errors",),
     "chaos.names": ("chaos.errors",),
     "chaos.ledger": ("chaos.errors", "chaos.events"),
     # The queue's vocabulary (Job, JobState, QueueRecord, Control, Observer), which the backends' helpers speak.
@@ -58,15 +57,16 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.containers": ("chaos.containers", "chaos.errors"),
     "chaos.backends.base": ("chaos.events",),
     "chaos.backends.options": ("chaos.errors",),
-    "chaos.backends.registry": ("chaos.backends.base", "chaos.backends.options", "chaos.errors"),
+    "chaos.backends.registry": ("chaos.backends.base", "chaos.backends.options", "chaos.errors", "chaos.plugins"),
     "chaos.target": ("chaos.backends.base", "chaos.backends.options", "chaos.backends.registry", "chaos.contract",
                      "chaos.contract_params", "chaos.errors", "chaos.names", "chaos.queue_model", "chaos.usercode"),
-    "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base", "chaos.containers.engine"),
+    "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base", "chaos.containers.engine",
+                     "chaos.plugins"),
     "chaos.check": ("chaos.check", "chaos.faults", "chaos.events", "chaos.contract"),
     "chaos.reports": ("chaos.reports", "chaos.check", "chaos.errors", "chaos.events", "chaos.faults"),
     "chaos.scenario": ("chaos.contract", "chaos.errors", "chaos.events", "chaos.faults", "chaos.names",
                        "chaos.queue_model", "chaos.target", "chaos.usercode"),
-    "chaos.discovery": ("chaos.events", "chaos.errors", "chaos.scenario", "chaos.target"),
+    "chaos.discovery": ("chaos.events", "chaos.errors", "chaos.plugins", "chaos.scenario", "chaos.target"),
     "chaos.known_answers": ("chaos.discovery", "chaos.errors", "chaos.suite"),
     "chaos.containment": ("chaos.events", "chaos.procs"),
     "chaos.leftovers": ("chaos.events", "chaos.ledger", "chaos.containment", "chaos.procs"),
@@ -76,14 +76,15 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.suite": ("chaos",),
     "chaos.explore": ("chaos",),
     # What a found scenario file imports when it runs: the schedule language and its interpreter only.
-    "chaos.explore.schedule": ("chaos.errors",),
+    "chaos.explore.schedule": ("chaos.errors", "chaos.events", "chaos.faults"),
     "chaos.explore.play": ("chaos.errors", "chaos.events", "chaos.explore.schedule", "chaos.scenario"),
     "chaos.pytest_plugin": ("chaos",),
     "chaos.cli": ("chaos",),
     "chaos.reference": ("chaos",),  # the docs' generated pages: read anything, imported by nothing
     "chaos.doctor": ("chaos.backends", "chaos.containers", "chaos.errors", "chaos.faults"),
     "chaos.__main__": ("chaos.cli",),
-    # The package itself names every export for mypy (under TYPE_CHECKING); when it runs it imports nothing.
+    # The package itself names every export for mypy (under TYPE_CHECKING); when it runs it imports nothing,
+    # and the registry (for a backend kind's exported names) on first use.
     "chaos": ("chaos",),
 }
 
@@ -201,3 +202,8 @@ def test_every_public_name_resolves() -> None:
     for name in chaos.__all__:
         assert getattr(chaos, name) is not None
     assert sorted(chaos.__all__) == sorted(chaos._EXPORTS)
+    # A kind's names come from its package's EXPORTS, each a class of the module it names.
+    assert {"TableQueueControl", "SqsQueueControl", "StreamObserver"} <= set(exports())
+    for name, module in exports().items():
+        assert getattr(chaos, name).__module__ == module, name
+    assert set(dir(chaos)) >= set(chaos.__all__) | set(exports())

@@ -16,6 +16,9 @@ ENV_URL = "CHAOS_BEANSTALKD_URL"  # the external provider's server, when --backe
 
 SERVER_PACKAGE = DebianPackage("beanstalkd", ("beanstalkd",))
 REFERENCE_TARGET = "beanstalkd_ttr"  # the bundled correct target `chaos target new --backend beanstalkd` starts from
+# The public names of its control and observer code (`chaos` exports them), and its worker-side modules.
+EXPORTS = {"BeanstalkdQueueControl": "chaos.backends.beanstalkd.control"}
+WORKER_HELPERS = ("chaos.worker.beanstalkd",)
 
 PROVIDERS = {
     "local": Provider("beanstalkd", "local", "chaos.backends.beanstalkd.local:LocalBeanstalkd", (BINLOG,)),

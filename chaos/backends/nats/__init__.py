@@ -13,6 +13,9 @@ ENV_URL = "CHAOS_NATS_URL"  # the external provider's server, when --backend-url
 
 SERVER_PACKAGE = DebianPackage("nats-server", ("nats-server",), ("/usr/sbin/nats-server",))
 REFERENCE_TARGET = "nats_jetstream"  # the bundled correct target `chaos target new --backend nats` starts from
+# The public names of its control and observer code (`chaos` exports them), and its worker-side modules.
+EXPORTS = {"NatsQueueControl": "chaos.backends.nats.control"}
+WORKER_HELPERS = ("chaos.worker.nats",)
 
 PROVIDERS = {
     "local": Provider("nats", "local", "chaos.backends.nats.local:LocalNats"),

@@ -12,6 +12,10 @@ ENV_URL = "CHAOS_POSTGRES_URL"  # the external provider's server, when --backend
 
 SERVER_PACKAGE = DebianPackage("postgresql", ("initdb",), ("/usr/lib/postgresql/*/bin/initdb",))
 REFERENCE_TARGET = "pg_txlock"  # the bundled correct target `chaos target new --backend postgres` starts from
+# The public names of its control and observer code (`chaos` exports them), and its worker-side modules.
+EXPORTS = {"TableQueueControl": "chaos.backends.postgres.control",
+           "TriggerObserver": "chaos.backends.postgres.observer"}
+WORKER_HELPERS = ("chaos.worker.postgres",)
 
 PROVIDERS = {
     # local: a private server on a free port, in the run dir (the default)

@@ -24,6 +24,10 @@ ENV_API_URL = "CHAOS_RABBITMQ_API_URL"  # its management API, which creates the 
 
 SERVER_PACKAGE = DebianPackage("rabbitmq-server", ("rabbitmq-server",), ("/usr/lib/rabbitmq/bin/rabbitmq-server",))
 REFERENCE_TARGET = "rabbitmq_ack"  # the bundled correct target `chaos target new --backend rabbitmq` starts from
+# The public names of its control and observer code (`chaos` exports them), and its worker-side modules.
+EXPORTS = {"RabbitMQQueueControl": "chaos.backends.rabbitmq.control",
+           "FirehoseObserver": "chaos.backends.rabbitmq.observer"}
+WORKER_HELPERS = ("chaos.worker.rabbitmq",)
 
 PROVIDERS = {
     "local": Provider("rabbitmq", "local", "chaos.backends.rabbitmq.local:LocalRabbitMQ",

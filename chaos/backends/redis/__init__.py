@@ -17,6 +17,10 @@ ENV_URL = "CHAOS_REDIS_URL"  # the external provider's server, when --backend-ur
 
 SERVER_PACKAGE = DebianPackage("redis-server", ("redis-server",))
 REFERENCE_TARGET = "redis_reliable"  # the bundled correct target `chaos target new --backend redis` starts from
+# The public names of its control and observer code (`chaos` exports them), and its worker-side modules.
+EXPORTS = {"RedisQueueControl": "chaos.backends.redis.control", "ReplicaObserver": "chaos.backends.redis.observer",
+           "StreamObserver": "chaos.backends.redis.streams"}
+WORKER_HELPERS = ("chaos.worker.redis", "chaos.worker.redis_streams")
 
 PROVIDERS = {
     "local": Provider("redis", "local", "chaos.backends.redis.local:LocalRedis", (PERSISTENCE,)),

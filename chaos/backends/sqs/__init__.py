@@ -18,6 +18,9 @@ ENV_URL = "CHAOS_SQS_URL"  # the external provider's endpoint, when --backend-ur
 # the local server needs is that interpreter's, present wherever the suite runs.
 SERVER_PACKAGE = DebianPackage("python3", ("python3",))
 REFERENCE_TARGET = "sqs_visibility"  # the bundled correct target `chaos target new --backend sqs` starts from
+# The public names of its control and observer code (`chaos` exports them), and its worker-side modules.
+EXPORTS = {"SqsQueueControl": "chaos.backends.sqs.control"}
+WORKER_HELPERS = ("chaos.worker.sqs",)
 
 PROVIDERS = {
     "local": Provider("sqs", "local", "chaos.backends.sqs.local:LocalSqs"),
