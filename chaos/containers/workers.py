@@ -148,6 +148,10 @@ def check_image(image: str) -> None:
         raise ConfigError(f"The target's worker image {image!r} is not in the Docker engine, and no image can be "
                           "pulled here. Build it first (docker build or docker import), or set image = "
                           f"\"{SUITE_PYTHON}\" to run the workers on the host's Python in a container.") from exc
+    except docker.errors.APIError as exc:  # a name the engine cannot parse (e.g. "=")
+        raise ConfigError(f"The worker image {image!r} is not an image name the Docker engine accepts "
+                          f"({exc.explanation or exc}). Give a name such as \"name:tag\", or set image = "
+                          f"\"{SUITE_PYTHON}\" to run the workers on the host's Python in a container.") from exc
 
 
 def docker_command() -> str:

@@ -91,8 +91,8 @@ def cli() -> str:
 def kinds() -> str:
     lines = [GENERATED, "# Backend and fault kinds", "",
              "The backend kinds (`chaos.backends.registry.KINDS`) with their providers, and the fault kinds "
-             "(`chaos.faults.KINDS`), as registered.", "", "## Backend kinds", ""]
-    for kind, package in KINDS.items():
+             "(`chaos.faults.KINDS`) the suite ships; an installed plugin adds its own.", "", "## Backend kinds", ""]
+    for kind, package in KINDS.built_in().items():
         found = providers(kind)
         lines += [f"### `{kind}`", "", _first_paragraph(importlib.import_module(package).__doc__), ""]
         rows = [(f"`{name}`", "; ".join(f"`{o.name}` (default `{o.default}`): {o.doc}" for o in provider.options)
@@ -108,7 +108,7 @@ def kinds() -> str:
               "lasts; needs: the backend capabilities it requires.", ""]
     fault_rows = [(f"`{k.name}`", k.reach, _yes(k.takes_owner), _yes(k.ends_executions), _yes(k.suspends),
              ", ".join(sorted(k.needs)), "network" if k.network else "containers" if k.containers else "")
-            for k in FAULT_KINDS.values()]
+            for k in FAULT_KINDS.built_in().values()]
     lines += _table(("fault kind", "reach", "takes owner", "ends", "suspends", "needs", "acts on"), fault_rows)
     return "\n".join(lines)
 

@@ -22,9 +22,7 @@ PACKAGE = Path(chaos.__file__).parent
 WORKER_HELPERS = [importlib.import_module(module) for module in worker_helpers(BUILT_IN)]
 # A kind's control and observer classes are public at the module that defines them (its package's EXPORTS),
 # where mypy sees their types, and also as untyped `chaos.<Name>`.
-KIND_CLASSES: dict[str, set[str]] = {}
-for _name, _module in exports().items():
-    KIND_CLASSES.setdefault(_module, set()).add(_name)
+KIND_CLASSES = {module: {name for name, of in exports().items() if of == module} for module in set(exports().values())}
 PUBLIC = {"chaos": set(chaos.__all__) | set(exports()), "chaos.worker": set(chaos.worker.__all__),
           **{helper.__name__: set(helper.__all__) for helper in WORKER_HELPERS}, **KIND_CLASSES}
 # What runs inside a worker process, or is imported by it: it must parse on the oldest Python a queue uses.
