@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-PAGES = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
+from chaos.reference import DOCS, REPO
+
+PAGES = (REPO / "README.md", *sorted(DOCS.glob("*.md")))
 BLOCK = re.compile(r"(<!-- example: (?P<name>[\w-]+) -->\n)```text\n(?P<body>.*?)```\n(?=<!-- /example -->)", re.DOTALL)
 CLIP = " …"
 

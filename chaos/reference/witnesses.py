@@ -24,13 +24,13 @@ from chaos.check.violation_kinds import VIOLATION_KINDS
 from chaos.discovery import bundled
 from chaos.known_answers import bundled_scenarios, load
 from chaos.ledger import Ledger
+from chaos.reference import DOCS, REPO
 from chaos.reports.text import witness_line
 from chaos.runtime.sink import Sink
 from chaos.suite.cell import Cell
 from chaos.suite.spec import load_suite
 
-REPO = Path(__file__).resolve().parents[2]
-WITNESSES = REPO / "docs" / "reference" / "witnesses.json"
+WITNESSES = DOCS / "reference" / "witnesses.json"
 LIBRARIES = REPO / "targets" / "libraries.toml"
 LINES = 10  # the witness's last lines: where the violation shows
 # Kinds no bundled target's cell names (none, or only a library adapter's, which needs that library and its

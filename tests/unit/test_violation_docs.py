@@ -16,7 +16,8 @@ from chaos.check.verdict import Violation
 from chaos.check.violation_kinds import VIOLATION_KINDS, doc_anchor
 from chaos.cli import _parser
 from chaos.contract import Contract
-from chaos.reference.pages import DOCS, cli, stale
+from chaos.reference import DOCS
+from chaos.reference.pages import cli, stale
 from chaos.reference.witnesses import load_witnesses
 from chaos.reports import timeline
 from chaos.reports.text import summary
