@@ -16,6 +16,16 @@ OUTCOMES = ("completed", "redelivered", "overlapped", "lost", "dropped", "stuck"
 
 
 @dataclass(frozen=True)
+class Premise:
+    """One step of a violation's minimal proof: a fact the rule that fired relied on, in a sentence, and the
+    ledger event that shows it (seq None, t set: a fact derived from events, such as a lease's end)."""
+
+    says: str
+    seq: int | None = None
+    t: float | None = None  # seconds since the run's first event
+
+
+@dataclass(frozen=True)
 class Violation:
     """One broken promise, with the witness: that job's events in order, with the faults around them."""
 
@@ -25,6 +35,10 @@ class Violation:
     witness: list[dict[str, Any]] = field(default_factory=list)
     # Machine-readable facts behind the message (exposure_s, recovery_s, bound_s, workers, tokens, fault...).
     detail: dict[str, Any] = field(default_factory=dict)
+    # The minimal proof, computed by the rule that fired: the 2-4 premises that establish it, and what
+    # follows from them (the witness keeps the whole history).
+    proof: tuple[Premise, ...] = ()
+    conclusion: str = ""
 
     def __post_init__(self) -> None:
         # One list of kinds (chaos.check.violation_kinds): the docs explain each, and reports link to it.
