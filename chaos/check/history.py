@@ -11,9 +11,12 @@ read it. What a fault does to executions is its kind's business (`chaos.faults`)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
+from chaos.check.labels import Labels
+from chaos.check.verdict import Premise
 from chaos.events import Event
 
 GLOBAL = "*"  # context key of events naming no worker or target (such as the backend's own)
@@ -24,8 +27,8 @@ class Execution:
     Compared and hashed by identity."""
 
     __slots__ = ("job", "worker", "token", "pid", "claim", "at", "since", "end", "ended_by", "last_effect",
-                 "superseded_by", "extended_at", "extended_by", "extended_seq", "gap_s", "gap", "lost_at", "late_beats",
-                 "stale_extended", "covered", "died_by")
+                 "superseded_by", "extended_at", "extended_by", "extended_seq", "gap_s", "gap", "lost_at",
+                 "stale_extended", "late_beat", "covered", "died_by", "label")
 
     def __init__(self, job: str, worker: str, token: Any, pid: Any, claim: Event) -> None:
         self.job = job
@@ -48,15 +51,19 @@ class Execution:
         self.gap_s = 0.0  # its longest gap between accepted extensions that no fault explains, and where
         self.gap: Gap | None = None
         self.lost_at: Event | None = None  # its failed extension, unless a later one succeeded
-        self.late_beats = 0  # heartbeats reported after it was superseded
         self.stale_extended = False  # a stale extension of it was found (reported once)
+        self.late_beat: Event | None = None  # its first heartbeat reported after it was superseded
         self.covered = False  # claimed while a fault suspended its worker: the claim may predate the fault
         # The kill or restart that ended it while it still held the job (no claim since): its owner died,
         # which the contract's on_owner_loss says what the queue then does about.
         self.died_by: FaultHistory | None = None
+        # Its label (`chaos.check.labels`: w1#2, the worker's second claim of the run), set by the scan; the
+        # token stays in details and the witness.
+        self.label: str | None = None
 
     def who(self) -> str:
-        return f"{self.worker} (token {self.token})" if self.token is not None else f"{self.worker} (no token)"
+        """How a message names it: by its label, never its 32-hex token."""
+        return self.label or self.worker
 
 
 @dataclass(slots=True)
@@ -67,6 +74,15 @@ class Gap:
     seconds: float
     since: Event  # the claim or extension before the gap
     until: Event  # the extension after it
+
+
+class Proof(NamedTuple):
+    """A violation's minimal proof (`chaos.check.proofs`): the premises, the conclusion, and the events the
+    premises cite (for the witness to hold them)."""
+
+    premises: tuple[Premise, ...]
+    conclusion: str
+    cited: tuple[Event, ...]
 
 
 @dataclass(slots=True)
@@ -81,6 +97,9 @@ class Finding:
     # premature_reclaim: seconds from the owner's last accepted claim or extension to the reclaim, for the
     # contract to tell a lease that ran out from one still running
     renewed_s: float | None = None
+    # The rule's minimal proof, from the events it relied on: built only when the finding is emitted as a
+    # violation (`chaos.check.proofs`)
+    proof: Callable[[], Proof] | None = None
 
 
 @dataclass(slots=True)
@@ -231,6 +250,9 @@ class RunHistory:
     # the acks about which the control answered that their job completed, the ack undecided (the queue does
     # not record by whose ack, or only a result store answered)
     done: set[tuple[str, str | None, str]] = field(default_factory=set)
+    # Each execution's label, handed out at its probe.claim in ledger order, as `chaos.check.labels.of_ledger`
+    # does, so the reports that compute labels from the ledger name every execution alike
+    labels: Labels = field(default_factory=Labels)
 
     def job(self, job: str) -> JobHistory:
         history = self.jobs.get(job)

@@ -52,13 +52,15 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
 from chaos import events
+from chaos.check import proofs
 from chaos.check.capacity import free_seconds
 from chaos.check.causes import Cause, earlier_loss
-from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, JobHistory, Return, RunHistory
+from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, Gap, JobHistory, Proof, Return, RunHistory
 from chaos.check.reruns import claim_after_completion
 from chaos.check.verdict import Violation
 from chaos.contract import Contract
@@ -72,7 +74,7 @@ AFTER_COMPLETION = "claim_after_completion"
 def judge_job(history: JobHistory, contract: Contract,
               run: RunHistory) -> tuple[str, list[Violation], list[dict[str, Any]]]:
     """The job's outcome, the violations it shows under the contract, and the anomalies the contract allows."""
-    outcome, reason = _outcome(history, contract, run)
+    outcome, reason, why = _outcome(history, contract, run)
     gaps = _heartbeat_gaps(history, contract, run)
     rerun = _rerun_after_owner_died(history, contract, run)
     rerun_of_done = claim_after_completion(history, run) if history.completions or history.completion_proven else None
@@ -81,10 +83,11 @@ def judge_job(history: JobHistory, contract: Contract,
         return outcome, [], []  # the common case
     full: list[dict[str, Any]] | None = None
 
-    def violation(kind: str, message: str, detail: dict[str, Any] | None = None,
+    def violation(kind: str, message: str, detail: dict[str, Any] | None, proof: Why,
                   since: tuple[int, float] | None = None) -> Violation:
         """`since`: the (seq, time) of the event that decided it: the witness starts with it, then what
-        happened after it (a queue's record reaches the ledger a moment after what it records)."""
+        happened after it (a queue's record reaches the ledger a moment after what it records). `proof`: the
+        rule's own, built now that the violation is emitted; the witness holds every event it cites."""
         nonlocal full
         if full is None:
             full = _witness(history, run)
@@ -93,11 +96,18 @@ def judge_job(history: JobHistory, contract: Contract,
             after = round(since[1] - (run.origin or 0.0), 4)
             witness = ([e for e in full if e["seq"] == since[0]]
                        + [e for e in full if e["seq"] > since[0] or (e["t"] > after and e["seq"] != since[0])])
-        return Violation(kind, history.job, message, witness, dict(detail or {}))
+        if proof is None:
+            return Violation(kind, history.job, message, witness, dict(detail or {}))
+        premises, conclusion, cited = proof()
+        shown = {e["seq"] for e in witness}
+        missing = [e for e in cited if e.seq not in shown]
+        if missing:  # cut by WITNESS_LIMIT: the proof's events stay in the witness whatever its length
+            witness = sorted(witness + _entries(missing, history, run), key=_entry_seq)
+        return Violation(kind, history.job, message, witness, dict(detail or {}), premises, conclusion)
 
     decided = _decided_by(history, outcome, run) if reason else None
     since = (decided.event.seq, decided.at) if decided is not None else None
-    found = [violation(outcome, reason, None, since)] if reason else []
+    found = [violation(outcome, reason, None, why, since)] if reason else []
     allowed: list[dict[str, Any]] = []
     for finding in history.findings:
         if _lease_ran_out(finding, contract):
@@ -108,7 +118,7 @@ def judge_job(history: JobHistory, contract: Contract,
                             **({"source": finding.detail["source"]} if "source" in finding.detail else {})})
         else:
             found.append(violation(finding.kind, f"{finding.message}{_forbidden_by(finding.kind, contract)}",
-                                   finding.detail))
+                                   finding.detail, finding.proof))
     if rerun_of_done is not None:
         if contract.rerun_after_completion == "allowed":
             allowed.append({"kind": AFTER_COMPLETION, "job": history.job, "exposure_s": rerun_of_done.detail["after_s"],
@@ -117,17 +127,22 @@ def judge_job(history: JobHistory, contract: Contract,
             found.append(violation(AFTER_COMPLETION, f"{rerun_of_done.message}; the contract says "
                                    f"rerun_after_completion = {contract.rerun_after_completion} (at-least-once allows "
                                    "a redelivery when the ack was lost or refused, not after the queue accepted it)",
-                                   rerun_of_done.detail, (rerun_of_done.completion.seq, rerun_of_done.completion.mono)))
-    for kind, message, detail, since in _late_recoveries(history, contract, run):
-        found.append(violation(kind, message, detail, since))
-    found += [violation("early_reclaim", why, detail) for why, detail in _early_reclaims(history, contract, run)]
-    found += [violation("heartbeat_gap", why, detail) for why, detail in gaps]
+                                   rerun_of_done.detail,
+                                   lambda: proofs.claim_after_completion(run, rerun_of_done.completion,
+                                                                         rerun_of_done.claim),
+                                   (rerun_of_done.completion.seq, rerun_of_done.completion.mono)))
+    for kind, message, detail, proof, since in _late_recoveries(history, contract, run):
+        found.append(violation(kind, message, detail, proof, since))
+    found += [violation("early_reclaim", *early) for early in _early_reclaims(history, contract, run)]
+    found += [violation("heartbeat_gap", *gap) for gap in gaps]
     if rerun is not None:
         found.append(violation("redelivered_after_owner_loss", *rerun))
     return outcome, found, allowed
 
 
-Late = tuple[str, str, dict[str, Any], tuple[int, float] | None]
+Why = Callable[[], Proof] | None  # a rule's minimal proof, built only once its violation is emitted
+Late = tuple[str, str, dict[str, Any], Why, tuple[int, float] | None]
+Judged = tuple[str, dict[str, Any], Why]  # a violation's message, its detail and its proof
 
 
 def _late_recoveries(history: JobHistory, contract: Contract, run: RunHistory) -> list[Late]:
@@ -143,21 +158,30 @@ def _late_recoveries(history: JobHistory, contract: Contract, run: RunHistory) -
         cause = earlier_loss(history, owner, fault, run) if owner is not None and fault is not None else None
         claimed = next((e.claim.mono for e in history.executions if e.claim.seq == recovery.claim_seq), None)
         seconds = recovery.seconds if cause is None or claimed is None else claimed - cause.at
-        if seconds <= bound or _waited_with_a_worker_free(claimed, seconds, run) <= bound:
+        free = _waited_with_a_worker_free(claimed, seconds, run) if seconds > bound else 0.0
+        if seconds <= bound or free <= bound:
             continue
+        claimer = next((e for e in history.executions if e.claim.seq == recovery.claim_seq), None)
+        proof = _late_proof(run, fault, cause, recovery.owner if owner is None else owner.who(), claimer, free, bound)
         detail: dict[str, Any] = {"recovery_s": round(seconds, 4), "bound_s": bound, "fault": recovery.fault,
                                   "owner": recovery.owner, "by": recovery.by}
         what = f"{fault.kind} {fault.target}" if fault is not None else "?"
         if cause is None:
             late.append(("recovery_bound_exceeded", f"reclaimed by {recovery.by} {seconds:.3f}s after fault "
                          f"{recovery.fault} ({what}) took its owner {recovery.owner}, past the recovery bound of "
-                         f"{bound}s", detail, None))
+                         f"{bound}s", detail, proof, None))
             continue
         detail.update(fault=None, after_fault=recovery.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
         late.append(("recovery_bound_exceeded", f"reclaimed by {recovery.by} {seconds:.3f}s after {cause.what}, "
-                     f"past the recovery bound of {bound}s; {cause.came_after()}", detail, (cause.event.seq, cause.at)))
+                     f"past the recovery bound of {bound}s; {cause.came_after()}", detail, proof,
+                     (cause.event.seq, cause.at)))
     late += [_unreclaimed(ret, contract, run) for ret in history.returns if _owed(ret, contract, run)]
     return late
+
+
+def _late_proof(run: RunHistory, fault: FaultHistory | None, cause: Cause | None, owner: str,
+                claimer: Execution | None, free: float, bound: float) -> Why:
+    return lambda: proofs.late_recovery(run, fault, cause, owner, claimer, free, bound)
 
 
 def _owed(ret: Return, contract: Contract, run: RunHistory) -> bool:
@@ -201,14 +225,20 @@ def _unreclaimed(ret: Return, contract: Contract, run: RunHistory) -> Late:
     tail = (f"for {waited:.3f}s, until its owner came back at {run.at(ret.back)} ({came_back}), some worker free "
             f"for {free:.3f}s of that: past the recovery bound of {contract.recovery_bound_s}s. Under a lease the "
             "queue owes a reclaim once the lease runs out, whether or not the owner returns")
+    bound = contract.recovery_bound_s
+
+    def proof() -> Proof:
+        return proofs.unreclaimed(run, ret, fault, cause, key, lease, free, bound)
+
     if cause is not None:
         detail.update(fault=None, after_fault=ret.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
         return ("recovery_bound_exceeded", f"nobody claimed it after {cause.what} {tail}; {cause.came_after()}",
-                detail, (cause.event.seq, cause.at))
+                detail, proof, (cause.event.seq, cause.at))
     return ("recovery_bound_exceeded", f"fault {ret.fault} ({fault.kind} {fault.target}) kept its owner "
             f"{ret.owner.who()} from renewing its lease from +{ret.lost_at - origin:.3f}s (the lease ran out at "
             f"+{ret.lease_from + lease - origin:.3f}s: its last accepted claim or extension at "
-            f"+{ret.lease_from - origin:.3f}s plus {key} = {lease}s), and nobody claimed it {tail}", detail, None)
+            f"+{ret.lease_from - origin:.3f}s plus {key} = {lease}s), and nobody claimed it {tail}", detail, proof,
+            None)
 
 
 def _waited_with_a_worker_free(claimed: float | None, seconds: float, run: RunHistory) -> float:
@@ -218,8 +248,7 @@ def _waited_with_a_worker_free(claimed: float | None, seconds: float, run: RunHi
     return free_seconds(run, claimed - seconds, claimed)
 
 
-def _rerun_after_owner_died(history: JobHistory, contract: Contract,
-                            run: RunHistory) -> tuple[str, dict[str, Any]] | None:
+def _rerun_after_owner_died(history: JobHistory, contract: Contract, run: RunHistory) -> Judged | None:
     """Under on_owner_loss = fail or drop, the first claim made after a kill or restart ended the execution
     that held the job: the queue promised never to run such a job again. None when there is none."""
     if contract.on_owner_loss == "redeliver":
@@ -238,8 +267,14 @@ def _rerun_after_owner_died(history: JobHistory, contract: Contract,
                 "but the queue delivered it again",
                 {"fault": fault.id, "owner": dead.worker, "owner_token": dead.token, "claimer": claimer.worker,
                  "claimer_token": claimer.token, "after_s": round(after, 4),
-                 "on_owner_loss": contract.on_owner_loss})
+                 "on_owner_loss": contract.on_owner_loss},
+                _owner_loss_proof(run, dead, fault, claimer, contract.on_owner_loss))
     return None
+
+
+def _owner_loss_proof(run: RunHistory, dead: Execution, fault: FaultHistory, claimer: Execution,
+                      on_owner_loss: str) -> Why:
+    return lambda: proofs.redelivered_after_owner_loss(run, dead, fault, claimer, on_owner_loss)
 
 
 def _death(history: JobHistory, run: RunHistory) -> tuple[Execution, FaultHistory, Cause | None] | None:
@@ -267,7 +302,7 @@ def _owner_died(history: JobHistory, run: RunHistory) -> Execution | None:
     return death[0] if death is not None and death[2] is None else None
 
 
-def _heartbeat_gaps(history: JobHistory, contract: Contract, run: RunHistory) -> list[tuple[str, dict[str, Any]]]:
+def _heartbeat_gaps(history: JobHistory, contract: Contract, run: RunHistory) -> list[Judged]:
     """Each execution's longest unexplained gap between accepted extensions, when it is past the lease (the
     reports' times are upper bounds of the commits, hence the tolerance)."""
     bound = contract.renewal_bound_s
@@ -285,11 +320,15 @@ def _heartbeat_gaps(history: JobHistory, contract: Contract, run: RunHistory) ->
                      "with no fault on it to explain the gap: its lease had run out while it worked, and the queue "
                      "still accepted the next extension",
                      {"worker": execution.worker, "token": execution.token, "gap_s": round(gap.seconds, 4),
-                      key: bound}))
+                      key: bound}, _gap_proof(run, execution, gap, key, bound)))
     return gaps
 
 
-def _early_reclaims(history: JobHistory, contract: Contract, run: RunHistory) -> list[tuple[str, dict[str, Any]]]:
+def _gap_proof(run: RunHistory, execution: Execution, gap: Gap, key: str, bound: float) -> Why:
+    return lambda: proofs.heartbeat_gap(run, execution, gap, key, bound)
+
+
+def _early_reclaims(history: JobHistory, contract: Contract, run: RunHistory) -> list[Judged]:
     """Each reclaim reported sooner than the owner's lease allowed (the reports' times are upper bounds of
     the commits, hence the tolerance); none without a lease in the contract."""
     lease = contract.lease_s
@@ -307,8 +346,13 @@ def _early_reclaims(history: JobHistory, contract: Contract, run: RunHistory) ->
                       f"+{owner.extended_at - (run.origin or 0.0):.3f}s and lease_s = {lease}s (tolerance "
                       f"{tolerance:.3f}s); the queue does not enforce its lease",
                       {"claimer": claimer.worker, "claimer_token": claimer.token, "owner": owner.worker,
-                       "owner_token": owner.token, "early_s": round(soon, 4), "lease_s": lease}))
+                       "owner_token": owner.token, "early_s": round(soon, 4), "lease_s": lease},
+                      _early_proof(run, owner, claimer, lease)))
     return early
+
+
+def _early_proof(run: RunHistory, owner: Execution, claimer: Execution, lease: float) -> Why:
+    return lambda: proofs.early_reclaim(run, owner, claimer, lease)
 
 
 def _lease_ran_out(finding: Finding, contract: Contract) -> bool:
@@ -361,43 +405,52 @@ def free_while_waiting(history: JobHistory, run: RunHistory) -> float:
     return free_seconds(run, since, history.snapshot_at, busy_with_jobs=False)
 
 
-def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[str, str]:
-    """The job's outcome and, when the contract forbids it, why (empty when it is fine)."""
+Outcome = tuple[str, str, Why]  # the outcome, why the contract forbids it (empty when it is fine), its proof
+
+
+def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> Outcome:
+    """The job's outcome and, when the contract forbids it, why (empty when it is fine) and its proof."""
     effects = len(history.effects)
     snap = history.snapshot or {}
     where = snap.get("state", "absent")
     if not history.enqueued:
-        return "unexpected", f"{effects} effect(s) for a job that was never enqueued"
+        return ("unexpected", f"{effects} effect(s) for a job that was never enqueued",
+                lambda: proofs.unexpected(run, history))
     if not run.snapshot_taken:
-        return "unknown", ""
+        return "unknown", "", None
     if where == "dead":
         if contract.on_owner_loss == "fail" and _owner_died(history, run) is not None:
-            return "dead_lettered", ""  # the promise kept: its owner died, and the queue recorded it failed
-        return "dead_lettered", _dead_letter_reason(history, contract, snap)
+            return "dead_lettered", "", None  # the promise kept: its owner died, and the queue recorded it failed
+        reasons = _dead_letter_reasons(history, contract, snap)
+        return "dead_lettered", "; ".join(reasons), lambda: proofs.dead_lettered(run, history, reasons)
     if where in ("pending", "claimed"):
-        if (unsettled_for(history, contract.recovery_bound_s, run) is not None
-                or free_while_waiting(history, run) <= contract.recovery_bound_s):
-            return "unsettled", ""  # its owner was lost too recently, or nobody was free to take it: not judged
+        if unsettled_for(history, contract.recovery_bound_s, run) is not None:
+            return "unsettled", "", None  # its owner was lost too recently: not judged
+        free = free_while_waiting(history, run)
+        bound = contract.recovery_bound_s
+        if free <= bound:
+            return "unsettled", "", None  # nobody was free to take it for as long as the bound: not judged
         owner = f", claimed by {snap['owner']}" if snap.get("owner") else ""
         claims = len(history.executions)
         cause = lost_since(history, run)[1]
         left = f"; it had waited since {cause.what}, and {cause.came_after()}" if cause is not None else ""
         return "stuck", (f"still {where}{owner} at the end of the run, past the recovery bound of "
-                         f"{contract.recovery_bound_s}s, after {claims} claim(s) and {effects} effect(s){left}")
+                         f"{bound}s, after {claims} claim(s) and {effects} effect(s){left}"), (
+            lambda: proofs.stuck(run, history, cause, free, bound))
     if effects == 0:
         return _gone(history, contract, where, run)
-    outcome, reason = _effected(history, contract, run)
+    outcome, reason, why = _effected(history, contract, run)
     if reason or _completion_proven(history):
-        return outcome, reason  # a violation the effects prove needs no completion
-    return _unproven(history, contract, run)
+        return outcome, reason, why  # a violation the effects prove needs no completion
+    return _unproven(history, contract, run), "", None
 
 
-def _effected(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[str, str]:
+def _effected(history: JobHistory, contract: Contract, run: RunHistory) -> Outcome:
     """What the job's effects make it, were a completion of it proven: completed (one effect), overlapped or
     redelivered (several), and why the contract forbids that (empty when it allows it)."""
     effects = len(history.effects)
     if effects == 1:
-        return "completed", ""
+        return "completed", "", None
     overlap = _overlap(history)
     if overlap is not None:
         first, second = overlap
@@ -408,17 +461,19 @@ def _effected(history: JobHistory, contract: Contract, run: RunHistory) -> tuple
         if contract.delivery != "at-least-once":
             reasons.append(f"{effects} effects under a {contract.delivery} contract")
         if not reasons:
-            return "overlapped", ""
+            return "overlapped", "", None
         return "overlapped", (f"{effects} effects from executions that worked at once: {second.who()} claimed it at "
                               f"{run.at(second.claim)} while {first.who()} (claimed at {run.at(first.claim)}) "
                               f"was still working on it, up to its effect at {run.at(first.last_effect)}; "
-                              + "; ".join(reasons))
+                              + "; ".join(reasons)), lambda: proofs.overlapped(run, first, second, reasons)
     if contract.delivery != "at-least-once":
-        return "redelivered", f"{effects} effects under a {contract.delivery} contract"
-    return "redelivered", ""
+        delivery = contract.delivery
+        return ("redelivered", f"{effects} effects under a {delivery} contract",
+                lambda: proofs.redelivered(run, history, delivery))
+    return "redelivered", "", None
 
 
-def _gone(history: JobHistory, contract: Contract, where: str, run: RunHistory) -> tuple[str, str]:
+def _gone(history: JobHistory, contract: Contract, where: str, run: RunHistory) -> Outcome:
     """A job never effected that the queue no longer holds: lost, unless its owner died holding it and the
     contract lets the queue forget such a job (on_owner_loss = drop)."""
     death = _death(history, run)
@@ -427,16 +482,17 @@ def _gone(history: JobHistory, contract: Contract, where: str, run: RunHistory) 
         rule = (f", so on_owner_loss = {contract.on_owner_loss} (for a job whose owner dies holding it) does not "
                 "apply" if contract.on_owner_loss != "redeliver" else "")
         return "lost", (f"enqueued but never effected, and the queue reports it {where}: {cause.what}{rule}; "
-                        f"{cause.came_after()}")
+                        f"{cause.came_after()}"), lambda: proofs.lost(run, history, cause, None)
     if death is None or contract.on_owner_loss == "redeliver":
-        return "lost", f"enqueued but never effected, and the queue reports it {where}"
+        return ("lost", f"enqueued but never effected, and the queue reports it {where}",
+                lambda: proofs.lost(run, history, None, death[0] if death is not None else None))
     dead, fault, _ = death
     if contract.on_owner_loss == "drop" and where == "absent":
-        return "dropped", ""
+        return "dropped", "", None
     kept = "kept no record of its failure" if contract.on_owner_loss == "fail" else f"reports it {where}, not gone"
     return "lost", (f"enqueued but never effected, and the queue reports it {where}: its owner {dead.who()} died "
                     f"(fault {fault.id}, {fault.kind} {fault.target}) and the contract says on_owner_loss = "
-                    f"{contract.on_owner_loss}, but the queue {kept}")
+                    f"{contract.on_owner_loss}, but the queue {kept}"), lambda: proofs.lost(run, history, None, dead)
 
 
 def _completion_proven(history: JobHistory) -> bool:
@@ -446,13 +502,13 @@ def _completion_proven(history: JobHistory) -> bool:
     return history.completion_proven or (history.snapshot or {}).get("state") == "done"
 
 
-def _unproven(history: JobHistory, contract: Contract, run: RunHistory) -> tuple[str, str]:
+def _unproven(history: JobHistory, contract: Contract, run: RunHistory) -> str:
     """An effected job that no completion proves and the final snapshot does not show: dropped where its
     owner died and the contract lets the queue forget such a job (on_owner_loss = drop), else unknown (it
     may have completed, or be stuck where the snapshot does not look; `unproven_note` says which)."""
     if contract.on_owner_loss == "drop" and _owner_died(history, run) is not None:
-        return "dropped", ""
-    return "unknown", ""
+        return "dropped"
+    return "unknown"
 
 
 def unproven_note(history: JobHistory, run: RunHistory) -> str:
@@ -509,7 +565,7 @@ def _overlap(history: JobHistory) -> tuple[Execution, Execution] | None:
     return None
 
 
-def _dead_letter_reason(history: JobHistory, contract: Contract, snap: dict[str, Any]) -> str:
+def _dead_letter_reasons(history: JobHistory, contract: Contract, snap: dict[str, Any]) -> list[str]:
     claims = len(history.executions)
     reasons = []
     if contract.max_attempts is not None and claims != contract.max_attempts:
@@ -522,7 +578,7 @@ def _dead_letter_reason(history: JobHistory, contract: Contract, snap: dict[str,
                  if contract.owner_loss_counts_attempt else "")
         reasons.append(f"dead-lettered after {claims} attempt(s) although it was not a poison job "
                        f"(enqueued with fail=false){spent}")
-    return "; ".join(reasons)
+    return reasons
 
 
 def _lost_its_job(execution: Execution) -> bool:
@@ -559,11 +615,35 @@ def _witness(history: JobHistory, run: RunHistory) -> list[dict[str, Any]]:
             hi = bisect.bisect_right(around, last, key=_seq)
             related += around[max(lo, hi - WITNESS_LIMIT):hi]
     related.sort(key=_seq)
+    return _entries(related[-WITNESS_LIMIT:], history, run)
+
+
+def _entries(related: list[Event], history: JobHistory, run: RunHistory) -> list[dict[str, Any]]:
+    """Witness entries; one that belongs to an execution (a probe, a queue record naming a token) says its
+    label (`chaos.check.labels`), as messages name it."""
     origin = run.origin or 0.0
-    return [{"seq": e.seq, "t": round(e.mono - origin, 4), "kind": e.kind, "job": e.job, "worker": e.worker,
-             "data": e.data} for e in related[-WITNESS_LIMIT:]]
+    labels = run.labels
+    names = {str(e.data["library_id"]): e.worker for e in history.events
+             if e.kind.startswith(events.PROBE_PREFIX) and e.data.get("library_id")}
+    found: list[dict[str, Any]] = []
+    for e in related:
+        entry = {"seq": e.seq, "t": round(e.mono - origin, 4), "kind": e.kind, "job": e.job, "worker": e.worker,
+                 "data": e.data}
+        label = None
+        if e.kind.startswith(events.PROBE_PREFIX):
+            label = labels.of_event(e)
+        elif e.kind.startswith(events.QUEUE_PREFIX) and e.data.get("token") is not None:
+            label = labels.of(e.job, names.get(e.worker or "", e.worker), e.data["token"])
+        if label is not None:
+            entry["label"] = label
+        found.append(entry)
+    return found
 
 
 def _seq(event: Event) -> int:
     return event.seq
+
+
+def _entry_seq(entry: dict[str, Any]) -> int:
+    return int(entry["seq"])
 

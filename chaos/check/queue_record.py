@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from chaos import events
+from chaos.check import proofs
+from chaos.check.labels import Labels, of_ledger
 from chaos.check.verdict import Violation
 from chaos.contract import Contract
 from chaos.events import Event
@@ -66,6 +68,7 @@ def judge_record(ledger: Sequence[Event], contract: Contract,
     probes: dict[str, list[Event]] = defaultdict(list)
     origin = ledger[0].mono if ledger else 0.0
     names = _suites_names(ledger)
+    labels = of_ledger(ledger)
     for event in ledger:
         if event.job is None:
             continue
@@ -78,10 +81,12 @@ def judge_record(ledger: Sequence[Event], contract: Contract,
     anomalies: list[dict[str, Any]] = []
     for job in sorted(records):
         history = sorted(records[job], key=lambda e: e.data.get("order", 0))
-        witness = _witness(history, probes[job], origin)
-        for completion, owner in _stale_completions(history) if {"claim", "complete"} <= covers else ():
-            by = f"after {owner} claimed it" if owner else "after the queue had taken it back"
-            message = (f"the queue's own record shows a completion of {job} by {completion.worker} accepted {by}: "
+        witness = _witness(history, probes[job], origin, labels)
+        for completion, took, stale in _stale_completions(history) if {"claim", "complete"} <= covers else ():
+            owner = took.worker if took is not None and took.kind == events.QUEUE_CLAIM else None
+            by = f"after {_name(owner, took, labels)} claimed it" if owner else "after the queue had taken it back"
+            stale_one = _name(completion.worker, completion, labels)
+            message = (f"the queue's own record shows a completion of {job} by {stale_one} accepted {by}: "
                        f"two owners' word on one job, and the queue took the stale one's (judged from the queue's "
                        f"record, order {completion.data.get('order')})")
             detail = {"source": "queue", "worker": completion.worker, "owner": owner}
@@ -89,32 +94,51 @@ def judge_record(ledger: Sequence[Event], contract: Contract,
                 anomalies.append({"kind": STALE, "job": job, "exposure_s": 0.0, "source": "queue",
                                   "message": message + "; allowed: stale_ack = accepted"})
             else:
+                proof = proofs.stale_completion(origin, took, stale, completion,
+                                                {e.seq: _name(e.worker, e, labels) for e in (took, stale, completion)
+                                                 if e is not None})
                 violations.append(Violation(STALE, job, f"{message}; the contract says stale_ack = "
-                                            f"{contract.stale_ack}", witness, detail))
-        anomalies += _disagreements(job, history, probes[job], covers)
+                                            f"{contract.stale_ack}", witness, detail, proof.premises,
+                                            proof.conclusion))
+        anomalies += _disagreements(job, history, probes[job], covers, labels)
     return violations, anomalies
 
 
-def _stale_completions(history: list[Event]) -> list[tuple[Event, str | None]]:
+def _name(worker: str | None, record: Event | None, labels: Labels) -> str:
+    """How a message names the execution a record belongs to: its label where the probes reported its
+    claim, else the worker."""
+    if record is not None and record.data.get("token") is not None:
+        label = labels.of(record.job, worker, record.data["token"])
+        if label is not None:
+            return label
+    return worker or "?"
+
+
+def _stale_completions(history: list[Event]) -> list[tuple[Event, Event | None, Event | None]]:
     """Each accepted completion by an actor other than the job's owner at that point of the queue's order
-    (the actor of its latest claim, none once the queue released or failed it), with that owner."""
+    (the actor of its latest claim, none once the queue released or failed it), with the record that took
+    the job from that actor (the owner's claim, or the release or failure) and the actor's own last claim."""
     owner: str | None = None
+    took: Event | None = None
     completed_by: str | None = None
-    stale: list[tuple[Event, str | None]] = []
+    claims: dict[str | None, Event] = {}
+    stale: list[tuple[Event, Event | None, Event | None]] = []
     for record in history:
         if record.kind == events.QUEUE_CLAIM:
-            owner, completed_by = record.worker, None
+            owner, completed_by, took = record.worker, None, record
+            claims[record.worker] = record
         elif record.kind in (events.QUEUE_RELEASE, events.QUEUE_FAIL):
-            owner = None
+            owner, took = None, record
         elif record.kind == events.QUEUE_COMPLETE and record.worker is not None:
             if record.worker != owner and record.worker != completed_by:
-                stale.append((record, owner))
+                stale.append((record, took, claims.get(record.worker)))
             elif record.worker == owner:
                 completed_by = owner
     return stale
 
 
-def _disagreements(job: str, history: list[Event], probes: list[Event], covers: frozenset[str]) -> list[dict[str, Any]]:
+def _disagreements(job: str, history: list[Event], probes: list[Event], covers: frozenset[str],
+                   labels: Labels) -> list[dict[str, Any]]:
     """A worker's accepted ack the queue never recorded, a completion the queue accepted that its worker
     reported refused or never reported, a claim a worker reported that the queue never made."""
     found: list[str] = []
@@ -123,7 +147,7 @@ def _disagreements(job: str, history: list[Event], probes: list[Event], covers: 
     reported = {p.worker for p in probes if p.kind == events.PROBE_ACK and p.data.get("ok") is not False}
     for probe in probes:
         if probe.kind == events.PROBE_CLAIM and "claim" in covers and probe.worker not in claimed:
-            found.append(f"{probe.worker} reported a claim of {job} (token {probe.data.get('token')!r}) that the "
+            found.append(f"{labels.of_event(probe) or probe.worker} reported a claim of {job} that the "
                          "queue's record does not show")
         elif (probe.kind == events.PROBE_ACK and "complete" in covers and probe.data.get("ok") is True
               and probe.worker not in completed):
@@ -135,7 +159,16 @@ def _disagreements(job: str, history: list[Event], probes: list[Event], covers: 
     return [{"kind": DISAGREE, "job": job, "exposure_s": 0.0, "source": "queue", "message": line} for line in found]
 
 
-def _witness(history: list[Event], probes: list[Event], origin: float) -> list[dict[str, Any]]:
-    """The queue's record in its own order, then the workers' claims and acks of the job."""
-    return [{"seq": e.seq, "t": round(e.mono - origin, 4), "kind": e.kind, "job": e.job, "worker": e.worker,
-             "data": e.data} for e in [*history, *probes]]
+def _witness(history: list[Event], probes: list[Event], origin: float, labels: Labels) -> list[dict[str, Any]]:
+    """The queue's record in its own order, then the workers' claims and acks of the job, each that belongs
+    to an execution with its label."""
+    entries = []
+    for e in [*history, *probes]:
+        entry = {"seq": e.seq, "t": round(e.mono - origin, 4), "kind": e.kind, "job": e.job, "worker": e.worker,
+                 "data": e.data}
+        named = e.data.get("token") is not None or e.kind.startswith(events.PROBE_PREFIX)
+        label = labels.of_event(e) if named else None
+        if label is not None:
+            entry["label"] = label
+        entries.append(entry)
+    return entries

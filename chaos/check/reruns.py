@@ -52,7 +52,7 @@ def _after_an_accepted_ack(history: JobHistory, run: RunHistory) -> Rerun | None
         source = "control" if ack.data.get("answered_by") == "control" else "ack"
         return Rerun(ack, execution.claim,
                      f"{execution.who()} claimed it at {run.at(execution.claim)}, {after:.3f}s after the queue had "
-                     f"accepted its completion: the ack of {ack.worker} (token {ack.data.get('token')}) at "
+                     f"accepted its completion: the ack of {run.labels.of_event(ack) or ack.worker} at "
                      f"{run.at(ack)}, accepted {word}. The queue ran a job it had completed again",
                      {"source": source, "completed_by": ack.worker, "completion_token": ack.data.get("token"),
                       "completion_seq": ack.seq, "claimer": execution.worker, "claimer_token": execution.token,

@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from chaos import events
+from chaos.check import proofs
 from chaos.check.control_answers import Answer, evidence_words, source_of
 from chaos.check.history import (
     GLOBAL,
@@ -63,6 +64,7 @@ from chaos.check.history import (
     Finding,
     Gap,
     JobHistory,
+    Proof,
     Reclaim,
     Recovery,
     Return,
@@ -213,6 +215,8 @@ def _end(run: RunHistory, execution: Execution, event: Event, how: str) -> None:
 
 def _on_claim(run: RunHistory, history: JobHistory, event: Event) -> None:
     execution = Execution(history.job, event.worker or "?", event.data.get("token"), event.data.get("pid"), event)
+    if event.worker is not None:  # as `chaos.check.labels.of_ledger` names it
+        execution.label = run.labels.claim(history.job, event.worker, execution.token)
     execution.covered = run.suspended.get(execution.worker, 0) > 0
     execution.gap_s = run.gap_floor
     flight = in_flight(run, event)
@@ -304,6 +308,7 @@ def _take(run: RunHistory, history: JobHistory, execution: Execution, event: Eve
                 history.reclaims.append(Reclaim(previous, execution, excused))
             if not execution.covered and _taken_from_healthy_owner(run, previous):
                 held = event.mono - previous.at
+                gave_up = previous.end
                 when = ("still owned it" if previous.end is None else
                         f"had lost it to this claim (it gave it up at {run.at(previous.end)}, reported before the "
                         "claim that caused it)")
@@ -315,7 +320,8 @@ def _take(run: RunHistory, history: JobHistory, execution: Execution, event: Eve
                     "fault on it, no backend restart since its claim)",
                     detail={"claimer": worker, "claimer_token": token, "owner": previous.worker,
                             "owner_token": previous.token, "held_s": round(held, 4)},
-                    renewed_s=execution.at - previous.extended_at))
+                    renewed_s=execution.at - previous.extended_at,
+                    proof=lambda: proofs.premature_reclaim(run, previous, gave_up, execution)))
     if history.lost_owner_at is not None:
         fault, owner = history.lost or ("?", "?")
         since = history.lost_owner_at
@@ -377,25 +383,28 @@ def _on_effect(run: RunHistory, history: JobHistory, event: Event) -> None:
     if winner is not None:
         _after_loss(history, "effect_after_lease_loss", execution, event, winner.claim, lambda exposure: (
             f"{execution.who()} made an accepted effect {exposure:.3f}s after {winner.who()} had claimed the job "
-            f"(claimed at {run.at(winner.claim)}, effect at {run.at(event)})"), claimer=winner)
+            f"(claimed at {run.at(winner.claim)}, effect at {run.at(event)})"),
+            lambda: proofs.effect_after_lease_loss(run, execution, winner, event), claimer=winner)
     lost = execution.lost_at
     if lost is not None:
         _after_loss(history, "work_after_known_loss", execution, event, lost, lambda exposure: (
             f"{execution.who()} made an accepted effect at {run.at(event)}, {exposure:.3f}s after its own lease "
             f"extension failed (at {run.at(lost)}) with no later one succeeding: it went on with work it knew "
-            "it had lost"))
+            "it had lost"), lambda: proofs.work_after_known_loss(run, execution, lost, event))
 
 
 def _after_loss(history: JobHistory, kind: str, execution: Execution, event: Event, loss: Event,
-                message: Callable[[float], str], claimer: Execution | None = None) -> None:
+                message: Callable[[float], str], proof: Callable[[], Proof],
+                claimer: Execution | None = None) -> None:
     """A finding that `execution` went on (`event`) after it had lost the job (`loss`): exposure = the time
-    between the two; `claimer` is the execution that took the job, where one did."""
+    between the two; `claimer` is the execution that took the job, where one did; `proof` builds its premises
+    should it be emitted."""
     exposure = event.mono - loss.mono
     detail: dict[str, Any] = {"worker": execution.worker, "token": execution.token}
     if claimer is not None:
         detail.update(claimer=claimer.worker, claimer_token=claimer.token)
     detail["exposure_s"] = round(exposure, 4)
-    history.findings.append(Finding(kind, event.seq, message(exposure), exposure, detail))
+    history.findings.append(Finding(kind, event.seq, message(exposure), exposure, detail, proof=proof))
 
 
 def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
@@ -408,13 +417,16 @@ def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
     ok = bool(event.data.get("ok"))
     winner = execution.superseded_by
     if winner is not None:
-        execution.late_beats += 1
-        if ok and execution.late_beats > 1 and not execution.stale_extended:
+        earlier = execution.late_beat
+        if earlier is None:
+            execution.late_beat = event
+        elif ok and not execution.stale_extended:
             execution.stale_extended = True
             _after_loss(history, "stale_extension_accepted", execution, event, winner.claim, lambda exposure: (
                 f"{execution.who()} extended its lease successfully at {run.at(event)}, {exposure:.3f}s after "
                 f"{winner.who()} had claimed the job (at {run.at(winner.claim)}), and after an earlier extension "
-                "of it was reported: the queue extended a lease it no longer granted"), claimer=winner)
+                "of it was reported: the queue extended a lease it no longer granted"),
+                lambda: proofs.stale_extension(run, execution, winner, earlier, event), claimer=winner)
     if ok:
         if winner is None:
             _extend(run, execution, event)
@@ -499,7 +511,8 @@ def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
                 f"no longer held (the evidence: {evidence_words(source, by_control)})", exposure,
                 {"worker": execution.worker, "token": execution.token, "owner": owner.worker,
                  "owner_token": owner.token, "exposure_s": round(exposure, 4), "source": source,
-                 **({"answered_by": "control"} if by_control else {})}))
+                 **({"answered_by": "control"} if by_control else {})},
+                proof=lambda: proofs.stale_ack(run, execution, winner, event, by_control)))
         elif owner is execution:
             if (history.lost is not None and history.lost_owner_at is not None
                     and history.lease_from is not None):  # it came back, nobody had claimed it

@@ -69,7 +69,7 @@ def test_overlap_is_a_violation_under_overlap_never_with_the_fault_in_the_witnes
     assert verdict.jobs == {"a": "overlapped"} and verdict.counts["overlapped"] == 1
     assert kinds(verdict) == [("overlapped", "a"), ("effect_after_lease_loss", "a")]
     violation = only(verdict, "overlapped")
-    assert "w2 (token t2) claimed it" in violation.message and "w1 (token t1)" in violation.message
+    assert "w2#1 claimed it" in violation.message and "w1#1" in violation.message
     assert "overlap = never" in violation.message
     assert has_fault(violation, "stop")
 
@@ -116,8 +116,8 @@ def test_stale_ack_accepted_is_a_violation_naming_both_claims() -> None:
     assert verdict.verdict == "fail"
     assert kinds(verdict) == [("stale_ack_accepted", "a")]
     violation = only(verdict, "stale_ack_accepted")
-    assert "w1 (token t1) acknowledged it successfully" in violation.message
-    assert "w2 (token t2) had claimed it since" in violation.message
+    assert "w1#1 acknowledged it successfully" in violation.message
+    assert "w2#1 had claimed it since" in violation.message
     assert violation.detail["owner"] == "w2" and violation.detail["token"] == "t1"
     assert has_fault(violation, "stop")
 
@@ -158,8 +158,8 @@ def test_reclaim_from_a_live_unfaulted_owner_is_premature_even_when_overlap_is_a
     assert verdict.verdict == "fail"
     assert kinds(verdict) == [("premature_reclaim", "a")]
     violation = only(verdict, "premature_reclaim")
-    assert "w2 (token t2) claimed it" in violation.message
-    assert "w1 (token t1) still owned it" in violation.message
+    assert "w2#1 claimed it" in violation.message
+    assert "w1#1 still owned it" in violation.message
     assert "held it for 1.510s" in violation.message
     assert violation.detail["held_s"] == pytest.approx(1.51)
     claims = [e["worker"] for e in violation.witness if e["kind"] == "probe.claim"]
@@ -248,7 +248,7 @@ def test_effect_after_lease_loss_is_a_violation_with_its_exposure() -> None:
     assert sorted(kinds(verdict)) == [("effect_after_lease_loss", "a"), ("overlapped", "a")]
     violation = only(verdict, "effect_after_lease_loss")
     assert violation.detail["exposure_s"] == pytest.approx(0.32)  # effect - w2's claim
-    assert "w1 (token t1) made an accepted effect 0.320s after w2 (token t2) had claimed the job" in violation.message
+    assert "w1#1 made an accepted effect 0.320s after w2#1 had claimed the job" in violation.message
     assert has_fault(violation, "stop")
     assert verdict.anomalies == []
 

@@ -38,7 +38,7 @@ def test_a_killed_owners_job_the_snapshot_leaves_out_is_unknown_not_completed() 
     assert verdict.verdict == "inconclusive" and verdict.exit_code == 4
     note = unproven(verdict)
     assert "the final snapshot shows it absent, not done" in note
-    assert "its owner w1 (token t1) died holding it (fault f1, kill w1)" in note
+    assert "its owner w1#1 died holding it (fault f1, kill w1)" in note
     assert "`chaos target check`" in note
 
 

@@ -48,7 +48,7 @@ def test_an_owner_that_returns_to_a_job_nobody_reclaimed_past_the_bound_is_a_lat
     assert verdict.verdict == "fail"
     assert kinds(verdict) == [LATE]
     (violation,) = verdict.violations
-    assert f"fault f1 ({fault} w1) kept its owner w1 (token t1) from renewing its lease" in violation.message
+    assert f"fault f1 ({fault} w1) kept its owner w1#1 from renewing its lease" in violation.message
     assert "the lease ran out at +" in violation.message and "lease_s = 1.0s" in violation.message
     assert "whether or not the owner returns" in violation.message
     assert violation.detail["fault"] == "f1" and violation.detail["by"] is None

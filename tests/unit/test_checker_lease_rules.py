@@ -38,8 +38,8 @@ def test_a_second_successful_extension_after_the_job_was_reclaimed_is_a_stale_ex
     assert verdict.verdict == "fail"
     assert kinds(verdict) == ["stale_extension_accepted"]  # reported once per execution
     (violation,) = verdict.violations
-    assert "w1 (token t1) extended its lease successfully" in violation.message
-    assert "w2 (token t2) had claimed the job" in violation.message
+    assert "w1#1 extended its lease successfully" in violation.message
+    assert "w2#1 had claimed the job" in violation.message
     assert violation.detail["claimer"] == "w2" and violation.detail["exposure_s"] == pytest.approx(0.6, abs=0.02)
 
 
@@ -104,7 +104,7 @@ def test_a_reclaim_before_the_killed_owners_lease_expired_is_an_early_reclaim() 
     assert kinds(verdict) == ["early_reclaim"]
     (violation,) = verdict.violations
     assert violation.detail["early_s"] == pytest.approx(0.6, abs=0.01)
-    assert "does not enforce its lease" in violation.message and "w1 (token w1-a)" in violation.message
+    assert "does not enforce its lease" in violation.message and "w1#1" in violation.message
 
 
 def test_a_reclaim_within_the_tolerance_of_the_lease_end_is_a_recovery() -> None:

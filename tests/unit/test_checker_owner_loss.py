@@ -176,7 +176,7 @@ def test_a_claim_after_the_owner_died_is_a_redelivery_the_contract_forbids(contr
     assert kinds(verdict) == [("redelivered_after_owner_loss", "a")]
     (violation,) = verdict.violations
     assert f"on_owner_loss = {contract.on_owner_loss}" in violation.message
-    assert "w2 (token w2-a) claimed it" in violation.message and "w1 (token w1-a)" in violation.message
+    assert "w2#1 claimed it" in violation.message and "w1#1" in violation.message
     assert violation.detail["fault"] == "f1" and violation.detail["owner"] == "w1"
     assert violation.detail["claimer"] == "w2" and violation.detail["after_s"] == pytest.approx(0.31, abs=0.005)
     witness = [e["kind"] for e in violation.witness]

@@ -105,7 +105,7 @@ def test_a_record_of_claims_alone_judges_no_completion_and_the_probes_keep_their
     stale = [v for v in verdict.violations if v.kind == "stale_ack_accepted"]
     assert stale and "queue's own record" not in stale[0].message, "the probes judged it"
     messages = [a["message"] for a in verdict.anomalies if a["kind"] == "sources_disagree"]
-    assert messages == ["w3 reported a claim of j1 (token 't3') that the queue's record does not show"], messages
+    assert messages == ["w3#1 reported a claim of j1 that the queue's record does not show"], messages
 
 
 def test_the_records_library_worker_ids_are_read_as_the_suites_workers() -> None:

@@ -67,7 +67,7 @@ def refused_then_stopped(*, renewed: bool) -> History:
 
 def test_an_extension_refused_before_the_fault_is_where_the_job_left_its_owner() -> None:
     violation = late(refused_then_stopped(renewed=False))
-    assert "its owner w1 (token t1) reported its lease extension refused" in violation.message
+    assert "its owner w1#1 reported its lease extension refused" in violation.message
     assert "fault f1 (stop w1) came after that and is not the cause" in violation.message
     assert violation.detail["cause"] == events.PROBE_HEARTBEAT
     assert violation.witness[0]["kind"] == events.PROBE_HEARTBEAT and violation.witness[0]["data"]["ok"] is False
@@ -117,7 +117,7 @@ def test_a_job_left_before_the_fault_is_stuck_once_the_bound_passed_since_it_lef
     if before:
         (violation,) = verdict.violations
         assert violation.kind == "stuck" and verdict.jobs == {"a": "stuck"}
-        assert "waited since its owner w1 (token t1) reported its lease extension refused" in violation.message
+        assert "waited since its owner w1#1 reported its lease extension refused" in violation.message
         assert "fault f1 (stop w1) came after that and is not the cause" in violation.message
         assert violation.witness[0]["kind"] == events.PROBE_HEARTBEAT
     else:
@@ -181,4 +181,4 @@ def test_an_unknown_jobs_note_names_the_release_not_the_fault_that_came_after(be
         assert "fault f1 (kill w1) came after that and is not the cause" in note
         assert "died holding it" not in note
     else:
-        assert "its owner w1 (token t1) died holding it (fault f1, kill w1)" in note
+        assert "its owner w1#1 died holding it (fault f1, kill w1)" in note

@@ -34,7 +34,7 @@ def test_a_claim_after_an_accepted_ack_is_a_violation_under_every_delivery_contr
     assert verdict.verdict == "fail"
     assert RERUN in kinds(verdict)
     (violation,) = [v for v in verdict.violations if v.kind == RERUN]
-    assert "w2 (token t2) claimed it" in violation.message and "the ack of w1 (token t1)" in violation.message
+    assert "w2#1 claimed it" in violation.message and "the ack of w1#1" in violation.message
     assert violation.detail["completed_by"] == "w1" and violation.detail["claimer"] == "w2"
     assert violation.detail["source"] == "ack" and violation.detail["after_s"] == pytest.approx(0.3, abs=0.01)
     assert violation.witness[0]["kind"] == "probe.ack"  # the witness starts at the accepted completion

@@ -57,13 +57,13 @@ def test_a_redelivered_job_whose_second_owner_died_hidden_by_the_snapshot_is_unk
     assert verdict.jobs == {"a": "unknown"}, verdict.notes
     assert verdict.counts["redelivered"] == 0 and verdict.counts["unknown"] == 1
     assert verdict.verdict == "inconclusive" and verdict.exit_code == 4
-    assert "its owner w2 (token t2) died holding it (fault f2, kill w2)" in unproven(verdict)
+    assert "its owner w2#1 died holding it (fault f2, kill w2)" in unproven(verdict)
 
 
 def test_an_overlapped_job_whose_last_owner_died_hidden_by_the_snapshot_is_unknown() -> None:
     verdict = judge(overlapped_then_killed().snapshot(a="absent").events)
     assert verdict.jobs == {"a": "unknown"} and verdict.verdict == "inconclusive", verdict.notes
-    assert "its owner w2 (token t2) died holding it" in unproven(verdict)
+    assert "its owner w2#1 died holding it" in unproven(verdict)
 
 
 def test_near_miss_the_same_job_the_snapshot_shows_claimed_is_stuck() -> None:
