@@ -157,8 +157,10 @@ def overlapped(run: RunHistory, first: Execution, second: Execution, reasons: li
     assert first.last_effect is not None and second.last_effect is not None
     steps.event(first.claim, f"{first.who()} claimed {first.job} at {{at}}")
     steps.event(second.claim, f"{second.who()} claimed it at {{at}}, while {first.who()} still worked on it")
-    steps.event(first.last_effect, f"{first.who()} made its effect at {{at}}, after that claim")
-    steps.event(second.last_effect, f"{second.who()} made its effect too, at {{at}}")
+    effects = sorted(((first.last_effect, f"{first.who()} made its effect at {{at}}, after that claim"),
+                      (second.last_effect, f"{second.who()} made its effect at {{at}}")), key=lambda e: e[0].seq)
+    for effect, says in effects:
+        steps.event(effect, says)
     return steps.then(f"so two executions worked on the job at once ({'; '.join(reasons)})")
 
 
@@ -230,7 +232,7 @@ def early_reclaim(run: RunHistory, owner: Execution, claimer: Execution, lease: 
     renewed = "claim" if owner.extended_by.kind == events.PROBE_CLAIM else "extension"
     return (_steps(run)
             .event(owner.extended_by, f"{owner.who()}'s last accepted {renewed} of {owner.job} was at {{at}}")
-            .derived(owner.extended_at + lease, f"so its lease ran until {{at}} (lease_s = {lease} s)")
+            .derived(owner.extended_at + lease, f"its lease ran until {{at}} (lease_s = {lease} s)")
             .event(claimer.claim, f"{claimer.who()} claimed it at {{at}}")
             .then("so the queue reclaimed the job before the owner's lease could have run out"))
 
@@ -248,9 +250,9 @@ def redelivered_after_owner_loss(run: RunHistory, dead: Execution, fault: FaultH
                                  on_owner_loss: str) -> Proof:
     return (_steps(run)
             .event(dead.claim, f"{dead.who()} claimed {dead.job} at {{at}}")
-            .event(_fault_event(fault), f"{_fault_name(fault)} ended {dead.who()} at {{at}}, the job still its")
+            .event(_fault_event(fault), f"{_fault_name(fault)} ended {dead.who()} at {{at}}, while it held the job")
             .event(claimer.claim, f"{claimer.who()} claimed it at {{at}}")
-            .then(f"so the queue ran a job whose owner died again, though on_owner_loss = {on_owner_loss}"))
+            .then(f"so the queue ran again a job whose owner died, though on_owner_loss = {on_owner_loss}"))
 
 
 def late_recovery(run: RunHistory, fault: FaultHistory | None, cause: Cause | None, owner: str,

@@ -61,7 +61,7 @@ def _execution_windows(run: RunHistory, execution: Execution, reading: Reading) 
         reading.windows.add("reclaimed_from_live_owner")
         end = execution.end.mono if execution.end is not None else _last(run)
         reading.overlap_s = max(reading.overlap_s, end - successor.at)
-    if execution.late_beats or execution.stale_extended:
+    if execution.late_beat is not None or execution.stale_extended:
         reading.windows.add("stale_extension_attempted")
 
 
