@@ -86,10 +86,11 @@ def _final(steps: _Steps, history: JobHistory, also: str = "") -> _Steps:
     snapshot = _snapshot(history)
     snap = history.snapshot or {}
     state = snap.get("state", "absent")
-    owner = f", claimed by {snap['owner']}" if snap.get("owner") else ""
     if snapshot is None:
         return steps
-    return steps.event(snapshot, f"the final snapshot at {{at}} shows it {state}{owner}{also}")
+    if snap.get("owner"):
+        state = f"claimed by {snap['owner']}" if state == "claimed" else f"{state}, claimed by {snap['owner']}"
+    return steps.event(snapshot, f"the final snapshot at {{at}} shows it {state}{also}")
 
 
 # -- outcomes (chaos.check.judgement._outcome) ---------------------------------------------------------------

@@ -18,7 +18,7 @@ from chaos.discovery import bundled
 from chaos.faults import KINDS as FAULT_KINDS
 from chaos.known_answers import correct_targets, load, matrix_file
 from chaos.reference import DOCS
-from chaos.reference.witnesses import LIBRARIES, load_witnesses
+from chaos.reference.witnesses import LIBRARIES, Witness, load_witnesses
 from chaos.scenario import REQUIREMENTS, load_scenario
 from chaos.suite.cell import Cell
 from chaos.suite.spec import load_suite
@@ -206,8 +206,18 @@ def violations() -> str:
         lines += [f"## `{kind.name}` {{#{kind.name}}}", "", kind.rule, "", f"**Contract keys:** {keys}.", "",
                   f"**Usual fix:** {kind.fix}", "", f"**Witness**, from {witness.source}: `{witness.command}`", "",
                   f"> violation {kind.name} {witness.job or ''}: {witness.message}", "",
-                  "```text", *witness.lines, "```", ""]
+                  *_proof(witness), "```text", *witness.lines, "```", ""]
     return "\n".join(lines)
+
+
+def _proof(witness: Witness) -> list[str]:
+    """The violation's minimal proof, where its witness was captured with one: each premise with the event
+    that shows it (#seq, as the witness lines number them), then the conclusion."""
+    if not witness.proof:
+        return []
+    steps = [f"{n}. {p['says']}" + (f" (#{p['seq']})" if p.get("seq") is not None else " (derived)")
+             for n, p in enumerate(witness.proof, 1)]
+    return ["**Proof:**", "", *steps, "", f"{witness.conclusion[:1].upper()}{witness.conclusion[1:]}.", ""]
 
 
 PAGES: dict[str, Callable[[], str]] = {

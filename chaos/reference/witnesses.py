@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from chaos.suite.spec import load_suite
 
 WITNESSES = DOCS / "reference" / "witnesses.json"
 LIBRARIES = REPO / "targets" / "libraries.toml"
-LINES = 10  # the witness's last lines: where the violation shows
+LINES = 10  # the witness's last lines: where the violation shows (with the lines its proof cites)
 # Kinds no bundled target's cell names (none, or only a library adapter's, which needs that library and its
 # broker): the `chaos run` of a bundled target that shows each.
 RUNS: dict[str, tuple[str, ...]] = {
@@ -55,6 +55,10 @@ class Witness:
     job: str | None
     message: str
     lines: list[str]
+    # the violation's minimal proof as the run gave it ({says, seq, t} each) and its conclusion; empty in a
+    # witness captured before the checker gave proofs
+    proof: list[dict[str, Any]] = field(default_factory=list)
+    conclusion: str = ""
 
 
 def load_witnesses(path: Path = WITNESSES) -> dict[str, Witness]:
@@ -71,9 +75,14 @@ def _cell_of(kind: str) -> tuple[Cell, str] | None:
 def _found(kind: str, verdict: dict[str, Any], source: str) -> Witness | None:
     for violation in verdict["violations"]:
         if violation["kind"] == kind:
-            lines = [witness_line(entry) for entry in violation["witness"][-LINES:]]
+            # the last lines, where the violation shows, and each earlier one a premise of its proof cites
+            cited = {p.get("seq") for p in violation.get("proof") or []}
+            entries = violation["witness"]
+            lines = [witness_line(entry) for n, entry in enumerate(entries)
+                     if n >= len(entries) - LINES or entry.get("seq") in cited]
             command = verdict["reproduce"] or f'python3 -c "{GHOST}"'
-            return Witness(kind, command, source, violation["job"], violation["message"], lines)
+            return Witness(kind, command, source, violation["job"], violation["message"], lines,
+                           list(violation.get("proof") or []), str(violation.get("conclusion") or ""))
     return None
 
 
