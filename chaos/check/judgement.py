@@ -162,17 +162,19 @@ def _late_recoveries(history: JobHistory, contract: Contract, run: RunHistory) -
         if seconds <= bound or free <= bound:
             continue
         claimer = next((e for e in history.executions if e.claim.seq == recovery.claim_seq), None)
-        proof = _late_proof(run, fault, cause, recovery.owner if owner is None else owner.who(), claimer, free, bound)
+        lost_owner = recovery.owner if owner is None else owner.who()  # by its label, where it has one
+        by = recovery.by if claimer is None else claimer.who()
+        proof = _late_proof(run, fault, cause, lost_owner, claimer, free, bound)
         detail: dict[str, Any] = {"recovery_s": round(seconds, 4), "bound_s": bound, "fault": recovery.fault,
                                   "owner": recovery.owner, "by": recovery.by}
         what = f"{fault.kind} {fault.target}" if fault is not None else "?"
         if cause is None:
-            late.append(("recovery_bound_exceeded", f"reclaimed by {recovery.by} {seconds:.3f}s after fault "
-                         f"{recovery.fault} ({what}) took its owner {recovery.owner}, past the recovery bound of "
+            late.append(("recovery_bound_exceeded", f"reclaimed by {by} {seconds:.3f}s after fault "
+                         f"{recovery.fault} ({what}) took its owner {lost_owner}, past the recovery bound of "
                          f"{bound}s", detail, proof, None))
             continue
         detail.update(fault=None, after_fault=recovery.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
-        late.append(("recovery_bound_exceeded", f"reclaimed by {recovery.by} {seconds:.3f}s after {cause.what}, "
+        late.append(("recovery_bound_exceeded", f"reclaimed by {by} {seconds:.3f}s after {cause.what}, "
                      f"past the recovery bound of {bound}s; {cause.came_after()}", detail, proof,
                      (cause.event.seq, cause.at)))
     late += [_unreclaimed(ret, contract, run) for ret in history.returns if _owed(ret, contract, run)]

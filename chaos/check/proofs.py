@@ -291,9 +291,9 @@ def claim_after_completion(run: RunHistory, completion: Event, claim: Event) -> 
     steps = _steps(run)
     if completion.kind == events.QUEUE_COMPLETE:
         order = completion.data.get("order")
-        steps.event(completion, f"the queue's record shows it completed by {completion.worker} (order {order}), "
-                                "journaled at {at}")
-        steps.event(claim, f"the queue's record shows a claim of it by {claim.worker} after that (order "
+        steps.event(completion, f"the queue's record shows it completed by {_label(run, completion)} (order "
+                                f"{order}), journaled at {{at}}")
+        steps.event(claim, f"the queue's record shows a claim of it by {_label(run, claim)} after that (order "
                            f"{claim.data.get('order')}), journaled at {{at}}")
     else:
         steps.event(completion, f"the queue accepted {_label(run, completion)}'s ack of {completion.job} at {{at}}")

@@ -220,3 +220,18 @@ def test_the_common_path_builds_no_proof() -> None:
     run = scan(History().enqueue("a").execute("a", "w1").snapshot(a="done").events)
     assert all(not job.findings for job in run.jobs.values())
     assert judge(History().enqueue("a").execute("a", "w1").snapshot(a="done").events).violations == []
+
+
+def test_a_rerun_the_queues_record_shows_is_proved_by_its_completion_and_claim_entries() -> None:
+    h = History().enqueue("a").queue(events.QUEUE_CLAIM, "a", "w1", 1, "t1").claim("a", "w1", "t1")
+    h.effect("a", "w1", "t1").ack("a", "w1", "t1", ok=None).queue(events.QUEUE_COMPLETE, "a", "w1", 2, "t1")
+    h.queue(events.QUEUE_CLAIM, "a", "w2", 3, "t2").claim("a", "w2", "t2").effect("a", "w2", "t2")
+    h.ack("a", "w2", "t2", ok=None).queue(events.QUEUE_COMPLETE, "a", "w2", 4, "t2")
+    ledger = h.snapshot(a="done").events
+    (violation,) = [v for v in judge(ledger).violations if v.kind == "claim_after_completion"]
+    by_seq = {e.seq: e for e in ledger}
+    assert [(by_seq[p.seq].kind, by_seq[p.seq].worker) for p in violation.proof if p.seq is not None] == [
+        (events.QUEUE_COMPLETE, "w1"), (events.QUEUE_CLAIM, "w2")]
+    assert "completed by w1#1 (order 2)" in violation.proof[0].says
+    assert "a claim of it by w2#1 after that (order 3)" in violation.proof[1].says
+    assert "by w2#1" in violation.message and {p.seq for p in violation.proof} <= {e["seq"] for e in violation.witness}
