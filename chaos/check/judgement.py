@@ -53,6 +53,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -60,7 +61,7 @@ from chaos import events
 from chaos.check import proofs
 from chaos.check.capacity import free_seconds
 from chaos.check.causes import Cause, earlier_loss
-from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, Gap, JobHistory, Proof, Return, RunHistory
+from chaos.check.history import GLOBAL, Execution, FaultHistory, Finding, JobHistory, Proof, Return, RunHistory
 from chaos.check.reruns import claim_after_completion
 from chaos.check.verdict import Violation
 from chaos.contract import Contract
@@ -128,7 +129,7 @@ def judge_job(history: JobHistory, contract: Contract,
                                    f"rerun_after_completion = {contract.rerun_after_completion} (at-least-once allows "
                                    "a redelivery when the ack was lost or refused, not after the queue accepted it)",
                                    rerun_of_done.detail,
-                                   lambda: proofs.claim_after_completion(run, rerun_of_done.completion,
+                                   partial(proofs.claim_after_completion, run, rerun_of_done.completion,
                                                                          rerun_of_done.claim),
                                    (rerun_of_done.completion.seq, rerun_of_done.completion.mono)))
     for kind, message, detail, proof, since in _late_recoveries(history, contract, run):
@@ -164,7 +165,7 @@ def _late_recoveries(history: JobHistory, contract: Contract, run: RunHistory) -
         claimer = next((e for e in history.executions if e.claim.seq == recovery.claim_seq), None)
         lost_owner = recovery.owner if owner is None else owner.who()  # by its label, where it has one
         by = recovery.by if claimer is None else claimer.who()
-        proof = _late_proof(run, fault, cause, lost_owner, claimer, free, bound)
+        proof = partial(proofs.late_recovery, run, fault, cause, lost_owner, claimer, free, bound)
         detail: dict[str, Any] = {"recovery_s": round(seconds, 4), "bound_s": bound, "fault": recovery.fault,
                                   "owner": recovery.owner, "by": recovery.by}
         what = f"{fault.kind} {fault.target}" if fault is not None else "?"
@@ -179,11 +180,6 @@ def _late_recoveries(history: JobHistory, contract: Contract, run: RunHistory) -
                      (cause.event.seq, cause.at)))
     late += [_unreclaimed(ret, contract, run) for ret in history.returns if _owed(ret, contract, run)]
     return late
-
-
-def _late_proof(run: RunHistory, fault: FaultHistory | None, cause: Cause | None, owner: str,
-                claimer: Execution | None, free: float, bound: float) -> Why:
-    return lambda: proofs.late_recovery(run, fault, cause, owner, claimer, free, bound)
 
 
 def _owed(ret: Return, contract: Contract, run: RunHistory) -> bool:
@@ -227,11 +223,7 @@ def _unreclaimed(ret: Return, contract: Contract, run: RunHistory) -> Late:
     tail = (f"for {waited:.3f}s, until its owner came back at {run.at(ret.back)} ({came_back}), some worker free "
             f"for {free:.3f}s of that: past the recovery bound of {contract.recovery_bound_s}s. Under a lease the "
             "queue owes a reclaim once the lease runs out, whether or not the owner returns")
-    bound = contract.recovery_bound_s
-
-    def proof() -> Proof:
-        return proofs.unreclaimed(run, ret, fault, cause, key, lease, free, bound)
-
+    proof = partial(proofs.unreclaimed, run, ret, fault, cause, key, lease, free, contract.recovery_bound_s)
     if cause is not None:
         detail.update(fault=None, after_fault=ret.fault, cause=cause.event.kind, cause_seq=cause.event.seq)
         return ("recovery_bound_exceeded", f"nobody claimed it after {cause.what} {tail}; {cause.came_after()}",
@@ -270,13 +262,8 @@ def _rerun_after_owner_died(history: JobHistory, contract: Contract, run: RunHis
                 {"fault": fault.id, "owner": dead.worker, "owner_token": dead.token, "claimer": claimer.worker,
                  "claimer_token": claimer.token, "after_s": round(after, 4),
                  "on_owner_loss": contract.on_owner_loss},
-                _owner_loss_proof(run, dead, fault, claimer, contract.on_owner_loss))
+                partial(proofs.redelivered_after_owner_loss, run, dead, fault, claimer, contract.on_owner_loss))
     return None
-
-
-def _owner_loss_proof(run: RunHistory, dead: Execution, fault: FaultHistory, claimer: Execution,
-                      on_owner_loss: str) -> Why:
-    return lambda: proofs.redelivered_after_owner_loss(run, dead, fault, claimer, on_owner_loss)
 
 
 def _death(history: JobHistory, run: RunHistory) -> tuple[Execution, FaultHistory, Cause | None] | None:
@@ -312,7 +299,7 @@ def _heartbeat_gaps(history: JobHistory, contract: Contract, run: RunHistory) ->
         return []
     tolerance = contract.lease_tolerance_s if contract.lease_tolerance_s is not None else 0.25 * bound
     key = "lease_s" if contract.lease_s is not None else "reservation_s"
-    gaps = []
+    gaps: list[Judged] = []
     for execution in history.executions:
         gap = execution.gap
         if gap is None or gap.seconds <= bound + tolerance:
@@ -322,12 +309,8 @@ def _heartbeat_gaps(history: JobHistory, contract: Contract, run: RunHistory) ->
                      "with no fault on it to explain the gap: its lease had run out while it worked, and the queue "
                      "still accepted the next extension",
                      {"worker": execution.worker, "token": execution.token, "gap_s": round(gap.seconds, 4),
-                      key: bound}, _gap_proof(run, execution, gap, key, bound)))
+                      key: bound}, partial(proofs.heartbeat_gap, run, execution, gap, key, bound)))
     return gaps
-
-
-def _gap_proof(run: RunHistory, execution: Execution, gap: Gap, key: str, bound: float) -> Why:
-    return lambda: proofs.heartbeat_gap(run, execution, gap, key, bound)
 
 
 def _early_reclaims(history: JobHistory, contract: Contract, run: RunHistory) -> list[Judged]:
@@ -337,7 +320,7 @@ def _early_reclaims(history: JobHistory, contract: Contract, run: RunHistory) ->
     if lease is None:
         return []
     tolerance = contract.reclaim_tolerance_s
-    early = []
+    early: list[Judged] = []
     for reclaim in history.reclaims:
         owner, claimer = reclaim.owner, reclaim.claimer
         soon = owner.extended_at + lease - claimer.at
@@ -349,12 +332,8 @@ def _early_reclaims(history: JobHistory, contract: Contract, run: RunHistory) ->
                       f"{tolerance:.3f}s); the queue does not enforce its lease",
                       {"claimer": claimer.worker, "claimer_token": claimer.token, "owner": owner.worker,
                        "owner_token": owner.token, "early_s": round(soon, 4), "lease_s": lease},
-                      _early_proof(run, owner, claimer, lease)))
+                      partial(proofs.early_reclaim, run, owner, claimer, lease)))
     return early
-
-
-def _early_proof(run: RunHistory, owner: Execution, claimer: Execution, lease: float) -> Why:
-    return lambda: proofs.early_reclaim(run, owner, claimer, lease)
 
 
 def _lease_ran_out(finding: Finding, contract: Contract) -> bool:
@@ -417,14 +396,14 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> Outcom
     where = snap.get("state", "absent")
     if not history.enqueued:
         return ("unexpected", f"{effects} effect(s) for a job that was never enqueued",
-                lambda: proofs.unexpected(run, history))
+                partial(proofs.unexpected, run, history))
     if not run.snapshot_taken:
         return "unknown", "", None
     if where == "dead":
         if contract.on_owner_loss == "fail" and _owner_died(history, run) is not None:
             return "dead_lettered", "", None  # the promise kept: its owner died, and the queue recorded it failed
         reasons = _dead_letter_reasons(history, contract, snap)
-        return "dead_lettered", "; ".join(reasons), lambda: proofs.dead_lettered(run, history, reasons)
+        return "dead_lettered", "; ".join(reasons), partial(proofs.dead_lettered, run, history, reasons)
     if where in ("pending", "claimed"):
         if unsettled_for(history, contract.recovery_bound_s, run) is not None:
             return "unsettled", "", None  # its owner was lost too recently: not judged
@@ -438,7 +417,7 @@ def _outcome(history: JobHistory, contract: Contract, run: RunHistory) -> Outcom
         left = f"; it had waited since {cause.what}, and {cause.came_after()}" if cause is not None else ""
         return "stuck", (f"still {where}{owner} at the end of the run, past the recovery bound of "
                          f"{bound}s, after {claims} claim(s) and {effects} effect(s){left}"), (
-            lambda: proofs.stuck(run, history, cause, free, bound))
+            partial(proofs.stuck, run, history, cause, free, bound))
     if effects == 0:
         return _gone(history, contract, where, run)
     outcome, reason, why = _effected(history, contract, run)
@@ -467,11 +446,10 @@ def _effected(history: JobHistory, contract: Contract, run: RunHistory) -> Outco
         return "overlapped", (f"{effects} effects from executions that worked at once: {second.who()} claimed it at "
                               f"{run.at(second.claim)} while {first.who()} (claimed at {run.at(first.claim)}) "
                               f"was still working on it, up to its effect at {run.at(first.last_effect)}; "
-                              + "; ".join(reasons)), lambda: proofs.overlapped(run, first, second, reasons)
+                              + "; ".join(reasons)), partial(proofs.overlapped, run, first, second, reasons)
     if contract.delivery != "at-least-once":
-        delivery = contract.delivery
-        return ("redelivered", f"{effects} effects under a {delivery} contract",
-                lambda: proofs.redelivered(run, history, delivery))
+        return ("redelivered", f"{effects} effects under a {contract.delivery} contract",
+                partial(proofs.redelivered, run, history, contract.delivery))
     return "redelivered", "", None
 
 
@@ -484,17 +462,17 @@ def _gone(history: JobHistory, contract: Contract, where: str, run: RunHistory) 
         rule = (f", so on_owner_loss = {contract.on_owner_loss} (for a job whose owner dies holding it) does not "
                 "apply" if contract.on_owner_loss != "redeliver" else "")
         return "lost", (f"enqueued but never effected, and the queue reports it {where}: {cause.what}{rule}; "
-                        f"{cause.came_after()}"), lambda: proofs.lost(run, history, cause, None)
+                        f"{cause.came_after()}"), partial(proofs.lost, run, history, cause, None)
     if death is None or contract.on_owner_loss == "redeliver":
         return ("lost", f"enqueued but never effected, and the queue reports it {where}",
-                lambda: proofs.lost(run, history, None, death[0] if death is not None else None))
+                partial(proofs.lost, run, history, None, death[0] if death is not None else None))
     dead, fault, _ = death
     if contract.on_owner_loss == "drop" and where == "absent":
         return "dropped", "", None
     kept = "kept no record of its failure" if contract.on_owner_loss == "fail" else f"reports it {where}, not gone"
     return "lost", (f"enqueued but never effected, and the queue reports it {where}: its owner {dead.who()} died "
                     f"(fault {fault.id}, {fault.kind} {fault.target}) and the contract says on_owner_loss = "
-                    f"{contract.on_owner_loss}, but the queue {kept}"), lambda: proofs.lost(run, history, None, dead)
+                    f"{contract.on_owner_loss}, but the queue {kept}"), partial(proofs.lost, run, history, None, dead)
 
 
 def _completion_proven(history: JobHistory) -> bool:

@@ -52,6 +52,7 @@ linear in the ledger. Anomalies the events alone prove become `Finding`s; the co
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from chaos import events
@@ -321,7 +322,7 @@ def _take(run: RunHistory, history: JobHistory, execution: Execution, event: Eve
                     detail={"claimer": worker, "claimer_token": token, "owner": previous.worker,
                             "owner_token": previous.token, "held_s": round(held, 4)},
                     renewed_s=execution.at - previous.extended_at,
-                    proof=lambda: proofs.premature_reclaim(run, previous, gave_up, execution)))
+                    proof=partial(proofs.premature_reclaim, run, previous, gave_up, execution)))
     if history.lost_owner_at is not None:
         fault, owner = history.lost or ("?", "?")
         since = history.lost_owner_at
@@ -384,13 +385,13 @@ def _on_effect(run: RunHistory, history: JobHistory, event: Event) -> None:
         _after_loss(history, "effect_after_lease_loss", execution, event, winner.claim, lambda exposure: (
             f"{execution.who()} made an accepted effect {exposure:.3f}s after {winner.who()} had claimed the job "
             f"(claimed at {run.at(winner.claim)}, effect at {run.at(event)})"),
-            lambda: proofs.effect_after_lease_loss(run, execution, winner, event), claimer=winner)
+            partial(proofs.effect_after_lease_loss, run, execution, winner, event), claimer=winner)
     lost = execution.lost_at
     if lost is not None:
         _after_loss(history, "work_after_known_loss", execution, event, lost, lambda exposure: (
             f"{execution.who()} made an accepted effect at {run.at(event)}, {exposure:.3f}s after its own lease "
             f"extension failed (at {run.at(lost)}) with no later one succeeding: it went on with work it knew "
-            "it had lost"), lambda: proofs.work_after_known_loss(run, execution, lost, event))
+            "it had lost"), partial(proofs.work_after_known_loss, run, execution, lost, event))
 
 
 def _after_loss(history: JobHistory, kind: str, execution: Execution, event: Event, loss: Event,
@@ -426,7 +427,7 @@ def _on_heartbeat(run: RunHistory, history: JobHistory, event: Event) -> None:
                 f"{execution.who()} extended its lease successfully at {run.at(event)}, {exposure:.3f}s after "
                 f"{winner.who()} had claimed the job (at {run.at(winner.claim)}), and after an earlier extension "
                 "of it was reported: the queue extended a lease it no longer granted"),
-                lambda: proofs.stale_extension(run, execution, winner, earlier, event), claimer=winner)
+                partial(proofs.stale_extension, run, execution, winner, earlier, event), claimer=winner)
     if ok:
         if winner is None:
             _extend(run, execution, event)
@@ -512,7 +513,7 @@ def _on_ack(run: RunHistory, history: JobHistory, event: Event) -> None:
                 {"worker": execution.worker, "token": execution.token, "owner": owner.worker,
                  "owner_token": owner.token, "exposure_s": round(exposure, 4), "source": source,
                  **({"answered_by": "control"} if by_control else {})},
-                proof=lambda: proofs.stale_ack(run, execution, winner, event, by_control)))
+                proof=partial(proofs.stale_ack, run, execution, winner, event, by_control)))
         elif owner is execution:
             if (history.lost is not None and history.lost_owner_at is not None
                     and history.lease_from is not None):  # it came back, nobody had claimed it
