@@ -74,11 +74,9 @@ def _fault_name(fault: FaultHistory) -> str:
 
 
 def _cause(steps: _Steps, cause: Cause) -> _Steps:
-    """The event before the fault that took the job from its owner (`chaos.check.causes`)."""
-    steps.premises.append(Premise(f"the job left its owner first: {cause.what}", cause.event.seq,
-                                  round(cause.at - steps.origin, 4)))
-    steps.cited.append(cause.event)
-    return steps
+    """The event before the fault that took the job from its owner (`chaos.check.causes`); its words say
+    when it happened by the record's own clock, its time is its entry's in the ledger, as the witness's."""
+    return steps.event(cause.event, f"the job left its owner first: {cause.what}")
 
 
 def _final(steps: _Steps, history: JobHistory, also: str = "") -> _Steps:

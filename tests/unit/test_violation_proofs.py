@@ -235,3 +235,31 @@ def test_a_rerun_the_queues_record_shows_is_proved_by_its_completion_and_claim_e
     assert "completed by w1#1 (order 2)" in violation.proof[0].says
     assert "a claim of it by w2#1 after that (order 3)" in violation.proof[1].says
     assert "by w2#1" in violation.message and {p.seq for p in violation.proof} <= {e["seq"] for e in violation.witness}
+
+
+def test_a_proof_from_an_earlier_cause_starts_where_the_witness_does() -> None:
+    # the queue's record released w1's job before a partition cut w1 off; w2 claimed it 3 s later
+    h = History(LEASE).enqueue("a").queue(events.QUEUE_CLAIM, "a", "w1", 1).claim("a", "w1", "t1")
+    h.queue(events.QUEUE_RELEASE, "a", "w1", 2, dt=0.2).partition("w1").claim("a", "w2", "t2", dt=3.0)
+    h.queue(events.QUEUE_CLAIM, "a", "w2", 3).effect("a", "w2", "t2").ack("a", "w2", "t2").heal("w1")
+    ledger = h.snapshot(a="done").events
+    (violation,) = [v for v in judge(ledger).violations if v.kind == "recovery_bound_exceeded"]
+    cause, claim, free = violation.proof
+    assert violation.witness[0]["seq"] == cause.seq and "the queue's own record took it" in cause.says
+    assert claim.says.startswith("w2#1 claimed it at +") and free.seq is None
+    witness = {e["seq"]: e["t"] for e in violation.witness}
+    assert all(witness[p.seq] == p.t for p in violation.proof if p.seq is not None)
+
+
+def test_the_witness_keeps_a_premises_event_past_its_length_limit() -> None:
+    # w1's claim is more than WITNESS_LIMIT events before the stale ack: the witness holds it all the same
+    h = History(LEASE).enqueue("a").claim("a", "w1", "t1")
+    for _ in range(250):
+        h.heartbeat("a", "w1", "t1", dt=0.1)
+    h.stop("w1").claim("a", "w2", "t2", dt=1.2).effect("a", "w2", "t2").ack("a", "w2", "t2").heal("w1")
+    ledger = h.ack("a", "w1", "t1").snapshot(a="done").events
+    (violation,) = [v for v in judge(ledger).violations if v.kind == "stale_ack_accepted"]
+    first_claim = next(e.seq for e in ledger if e.kind == events.PROBE_CLAIM)
+    assert violation.proof[1].seq == first_claim
+    seqs = [e["seq"] for e in violation.witness]
+    assert first_claim in seqs and seqs == sorted(seqs) and len(seqs) == 201
