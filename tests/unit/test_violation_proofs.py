@@ -215,13 +215,6 @@ def test_the_checkers_labels_are_the_ledgers_with_claims_reordered_and_in_flight
     assert sorted({e.label for e in executions if e.label}) == ["w1#1", "w1#2", "w2#1", "w2#2", "w2#3", "w3#1"]
 
 
-def test_the_common_path_builds_no_proof() -> None:
-    # no finding, no violation: nothing carries a proof to build
-    run = scan(History().enqueue("a").execute("a", "w1").snapshot(a="done").events)
-    assert all(not job.findings for job in run.jobs.values())
-    assert judge(History().enqueue("a").execute("a", "w1").snapshot(a="done").events).violations == []
-
-
 def test_a_rerun_the_queues_record_shows_is_proved_by_its_completion_and_claim_entries() -> None:
     h = History().enqueue("a").queue(events.QUEUE_CLAIM, "a", "w1", 1, "t1").claim("a", "w1", "t1")
     h.effect("a", "w1", "t1").ack("a", "w1", "t1", ok=None).queue(events.QUEUE_COMPLETE, "a", "w1", 2, "t1")
