@@ -25,6 +25,7 @@ from chaos.authoring.check import summary as check_summary
 from chaos.authoring.scaffold import new_target
 from chaos.backends.registry import KINDS, provider_names, providers, reference_target
 from chaos.check.checker import judge
+from chaos.check.labels import of_ledger
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.discovery import available_scenarios, available_targets, find_scenario, find_target
 from chaos.errors import ChaosError, ConfigError
@@ -225,7 +226,8 @@ def _run(args: argparse.Namespace) -> int:
                          _overrides(args.scenario_param, "-s", "mode=blackhole"), args.observe, args.worker_image,
                          run_dir_file=args.run_dir_file)
     result = run_scenario(target, scenario, options)
-    _say(summary(result.verdict, result.dir))
+    written = result.dir / "summary.txt"  # what the run wrote, its executions labelled from its ledger
+    _say(written.read_text().rstrip() if written.is_file() else summary(result.verdict, result.dir))
     if result.verdict.error:
         _say(f"chaos: {result.verdict.error}", sys.stderr)
     return result.verdict.exit_code
@@ -279,7 +281,7 @@ def _report(args: argparse.Namespace) -> int:
     # Never replace the run's own reports: they were judged from the ledger as the run left it.
     out = args.run_dir / "regenerated" if (args.run_dir / "verdict.json").exists() else args.run_dir
     write_reports(out, verdict, ledger)
-    _say(summary(verdict, out))
+    _say(summary(verdict, out, of_ledger(ledger)))
     return verdict.exit_code
 
 

@@ -1,0 +1,42 @@
+"""One event as one line of text, the same in every text report (the red box's decisive events, the
+summary's witness, `chaos report --job`): its time, the label of the execution it belongs to (`w1#2`), its
+kind, job and worker, and the fields that matter. A token is never written out: the label names the
+execution, and verdict.json keeps the token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaos import events
+from chaos.check.labels import Labels
+from chaos.reports.formatting import short
+
+# Data too long or too internal for a line (verdict.json and the ledger keep it). pid is kept only where a
+# process event is about the process.
+QUIET = frozenset(("argv", "create_time", "log", "log_tail", "clock", "sent", "token"))
+PROCESS_KINDS = frozenset((events.PROCESS_START, events.PROCESS_EXIT, events.BACKEND_START))
+
+
+def label_of(entry: dict[str, Any], labels: Labels | None) -> str | None:
+    """The execution's label, else (no claim of it was reported, or no ledger at hand) the token's head."""
+    data = entry.get("data") or {}
+    token = data.get("token")
+    found = labels.of(entry.get("job"), entry.get("worker"), token) if labels is not None else None
+    if found is not None:
+        return found
+    return f"token {short(token)}" if token is not None else None
+
+
+def fields(kind: str, data: dict[str, Any]) -> str:
+    quiet = QUIET if kind in PROCESS_KINDS else QUIET | {"pid"}
+    return " ".join(f"{key}={value}" for key, value in sorted(data.items()) if key not in quiet)
+
+
+def event_line(entry: dict[str, Any], labels: Labels | None, *, seq: bool = True) -> str:
+    """`#22    +  1.164s  probe.claim      job=job-0003 worker=w2 w2#1 point=claim` (a witness entry's dict)."""
+    data = entry.get("data") or {}
+    who = " ".join(f"{key}={entry[key]}" for key in ("job", "worker") if entry.get(key))
+    label = label_of(entry, labels)
+    head = f"#{entry.get('seq')!s:<5} " if seq else ""
+    parts = [who, label or "", fields(str(entry.get("kind")), data)]
+    return f"{head}+{float(entry.get('t') or 0.0):8.3f}s  {entry.get('kind')!s:<16} " + " ".join(p for p in parts if p)
