@@ -91,6 +91,21 @@ class Box:
         return self.cause or self.headline
 
 
+def to_dict(box: Box) -> dict[str, Any]:
+    """The box as a suite's suite.json keeps it for a red cell."""
+    return {"verdict": box.verdict, "headline": box.headline, "cause": box.cause, "stamp": box.stamp,
+            "reproduce": box.reproduce,
+            "groups": [{"kind": g.kind, "jobs": list(g.jobs), "cause": g.cause, "fix": g.fix,
+                        "decisive": [{"seq": seq, "line": line} for seq, line in g.decisive]} for g in box.groups]}
+
+
+def from_dict(found: Mapping[str, Any]) -> Box:
+    groups = tuple(Group(str(g["kind"]), tuple(g["jobs"]), str(g["cause"]), str(g["fix"]),
+                         tuple((d.get("seq"), str(d["line"])) for d in g["decisive"])) for g in found["groups"])
+    return Box(str(found["verdict"]), str(found["headline"]), str(found["cause"]), groups, str(found["stamp"]),
+               str(found["reproduce"]))
+
+
 def build(verdict: Mapping[str, Any], labels: Labels | None = None) -> Box:
     """The box of a verdict's dict."""
     kind = str(verdict.get("verdict"))
@@ -219,18 +234,19 @@ font:12px ui-monospace,monospace}.box ol.decisive li[data-seq]{cursor:pointer}.b
 """
 
 
-def html(box: Box, workers: Sequence[str] = ()) -> str:
-    """The box as a page fragment (its CSS with it); `workers`: the processes whose logs (logs/<name>.log
-    beside report.html) it links."""
-    logs = ("<p class='logs'>Logs: " + "".join(f"<a href='logs/{quote(name)}.log'>{esc(name)}</a>"
+def html(box: Box, workers: Sequence[str] = (), *, run_dir: str = "", anchor: str = "box") -> str:
+    """The box as a page fragment (STYLE is its CSS); `workers`: the processes whose logs it links,
+    `run_dir/logs/<name>.log` (run_dir "" on the run's own page; a suite's page passes the cell's)."""
+    prefix = f"{quote(run_dir)}/" if run_dir else ""
+    logs = ("<p class='logs'>Logs: " + "".join(f"<a href='{prefix}logs/{quote(name)}.log'>{esc(name)}</a>"
                                                for name in workers) + "</p>") if workers else ""
     reproduce = f"<p>Reproduce: <code>{esc(box.reproduce)}</code></p>" if box.reproduce else ""
-    style = f"<style>{STYLE}</style>"
+    report = f"<p><a href='{prefix}report.html'>the run's report</a></p>" if run_dir else ""
     if box.green:
         why = f" ({esc(box.cause)})" if box.cause else ""
-        return (f"{style}<section id='box' class='box green'><p><b class='pass'>{esc(box.verdict.upper())}</b>{why} · "
-                f"<span class='stamp'>{esc(box.stamp)}</span></p>{logs}</section>")
-    parts = [f"{style}<section id='box' class='box {esc(box.verdict)}'><h2 class='{esc(box.verdict)}'>"
+        return (f"<section id='{esc(anchor)}' class='box green'><p><b class='pass'>{esc(box.headline)}</b>{why} · "
+                f"<span class='stamp'>{esc(box.stamp)}</span></p>{logs}{report}</section>")
+    parts = [f"<section id='{esc(anchor)}' class='box {esc(box.verdict)}'><h2 class='{esc(box.verdict)}'>"
              f"{esc(box.headline)}</h2>"]
     if box.cause:
         parts.append(f"<p class='cause'>{esc(box.cause)}</p>")
@@ -243,7 +259,7 @@ def html(box: Box, workers: Sequence[str] = ()) -> str:
                      f"<dt>docs<dd><a class='doc' href='{esc(docs_link(group.kind, page=True))}'>"
                      f"{esc(group.kind)} in the violations reference</a>"
                      + (f"<dt>decisive<dd><ol class='decisive'>{items}</ol>" if items else "") + "</dl></div>")
-    parts.append(f"<p class='stamp'>{esc(box.stamp)}</p>{reproduce}{logs}</section>")
+    parts.append(f"<p class='stamp'>{esc(box.stamp)}</p>{reproduce}{logs}{report}</section>")
     return "".join(parts)
 
 
@@ -254,4 +270,4 @@ def workers_of(ledger: Sequence[events.Event]) -> list[str]:
 
 def page_box(verdict: Verdict, ledger: Sequence[events.Event]) -> str:
     """report.html's box, from the verdict and the run's ledger (its labels, its workers' logs)."""
-    return html(build(verdict.to_dict(), of_ledger(ledger)), workers_of(ledger))
+    return f"<style>{STYLE}</style>" + html(build(verdict.to_dict(), of_ledger(ledger)), workers_of(ledger))
