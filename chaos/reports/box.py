@@ -111,8 +111,9 @@ def build(verdict: Mapping[str, Any], labels: Labels | None = None) -> Box:
     kind = str(verdict.get("verdict"))
     headline = (f"{kind.upper()}: target {verdict.get('target')}, scenario {verdict.get('scenario')}, "
                 f"seed {verdict.get('seed')}")
-    return Box(kind, headline, _cause(verdict), _groups(verdict.get("violations") or [], labels),
-               stamp(verdict.get("provenance") or {}), str(verdict.get("reproduce") or ""))
+    found = verdict.get("provenance")
+    return Box(kind, headline, _cause(verdict), _groups(verdict.get("violations"), labels),
+               stamp(found if isinstance(found, Mapping) else {}), str(verdict.get("reproduce") or ""))
 
 
 def stamp(found: Mapping[str, Any]) -> str:
@@ -142,18 +143,25 @@ def _cause(verdict: Mapping[str, Any]) -> str:
         return "harness error: " + (first[-1] if first and first[0].startswith("Traceback") else first[0])
     if kind == "inconclusive":
         unexercised = [f"fault {f.get('id')} ({f.get('kind')} {f.get('target') or ''}".rstrip() + ") was not "
-                       f"exercised: {f.get('why')}" for f in verdict.get("faults") or [] if not f.get("exercised")]
-        premises = [str(note) for note in verdict.get("notes") or [] if str(note).startswith(PREMISE_NOT_HELD)]
-        said = unexercised + premises or [str(note) for note in verdict.get("notes") or []][:1]
+                       f"exercised: {f.get('why')}" for f in _dicts(verdict.get("faults")) if not f.get("exercised")]
+        notes = [str(note) for note in verdict.get("notes") or []] if isinstance(verdict.get("notes"), list) else []
+        premises = [note for note in notes if note.startswith(PREMISE_NOT_HELD)]
+        said = unexercised + premises or notes[:1]
         return "inconclusive: " + ("; ".join(said) if said else "the run proved nothing (see the notes)")
     if kind == events.SKIPPED:
-        return "skipped: " + "; ".join(str(note) for note in verdict.get("notes") or [])
+        found = verdict.get("notes")
+        return "skipped: " + "; ".join(str(note) for note in found) if isinstance(found, list) else "skipped"
     return ""
 
 
-def _groups(violations: Sequence[Mapping[str, Any]], labels: Labels | None) -> tuple[Group, ...]:
+def _dicts(value: Any) -> list[Mapping[str, Any]]:
+    """The mappings of a list a verdict.json holds (one edited by hand may hold anything)."""
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, (list, tuple)) else []
+
+
+def _groups(violations: Any, labels: Labels | None) -> tuple[Group, ...]:
     by_kind: dict[str, list[Mapping[str, Any]]] = {}
-    for violation in violations:
+    for violation in _dicts(violations):
         by_kind.setdefault(str(violation.get("kind")), []).append(violation)
     groups = []
     for kind, found in by_kind.items():
@@ -167,12 +175,16 @@ def _groups(violations: Sequence[Mapping[str, Any]], labels: Labels | None) -> t
 
 def _decisive(violation: Mapping[str, Any], labels: Labels | None) -> tuple[tuple[int | None, str], ...]:
     """The proof's premises, else the last witness lines of the kinds that decide."""
-    premises = violation.get("proof") or []
+    premises = _dicts(violation.get("proof"))
     if premises:
-        return tuple((p.get("seq"), (f"+{float(p['t']):.3f}s  " if p.get("t") is not None else "") + str(p.get("says")))
-                     for p in premises)
-    witness = [entry for entry in violation.get("witness") or [] if entry.get("kind") in DECISIVE_KINDS]
-    return tuple((entry.get("seq"), event_line(entry, labels, seq=False)) for entry in witness[-DECISIVE:])
+        return tuple((_seq(p.get("seq")), (f"+{p['t']:.3f}s  " if isinstance(p.get("t"), (int, float)) else "")
+                      + str(p.get("says"))) for p in premises)
+    witness = [entry for entry in _dicts(violation.get("witness")) if str(entry.get("kind")) in DECISIVE_KINDS]
+    return tuple((_seq(entry.get("seq")), event_line(entry, labels, seq=False)) for entry in witness[-DECISIVE:])
+
+
+def _seq(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 # -- text ------------------------------------------------------------------------------------------------

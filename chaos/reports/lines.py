@@ -5,6 +5,7 @@ execution, and verdict.json keeps the token."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from chaos import events
@@ -17,11 +18,18 @@ QUIET = frozenset(("argv", "create_time", "log", "log_tail", "clock", "sent", "t
 PROCESS_KINDS = frozenset((events.PROCESS_START, events.PROCESS_EXIT, events.BACKEND_START))
 
 
-def label_of(entry: dict[str, Any], labels: Labels | None) -> str | None:
+def _data(entry: Mapping[str, Any]) -> dict[str, Any]:
+    found = entry.get("data")
+    return found if isinstance(found, dict) else {}
+
+
+def label_of(entry: Mapping[str, Any], labels: Labels | None) -> str | None:
     """The execution's label, else (no claim of it was reported, or no ledger at hand) the token's head."""
-    data = entry.get("data") or {}
+    data = _data(entry)
     token = data.get("token")
-    found = labels.of(entry.get("job"), entry.get("worker"), token) if labels is not None else None
+    job, worker = entry.get("job"), entry.get("worker")
+    named = isinstance(job, str) and isinstance(worker, str)  # an edited verdict.json may hold anything
+    found = labels.of(job, worker, token) if labels is not None and named else None
     if found is not None:
         return found
     return f"token {short(token)}" if token is not None else None
@@ -32,11 +40,12 @@ def fields(kind: str, data: dict[str, Any]) -> str:
     return " ".join(f"{key}={value}" for key, value in sorted(data.items()) if key not in quiet)
 
 
-def event_line(entry: dict[str, Any], labels: Labels | None, *, seq: bool = True) -> str:
+def event_line(entry: Mapping[str, Any], labels: Labels | None, *, seq: bool = True) -> str:
     """`#22    +  1.164s  probe.claim      job=job-0003 worker=w2 w2#1 point=claim` (a witness entry's dict)."""
-    data = entry.get("data") or {}
+    data = _data(entry)
+    t = entry.get("t") if isinstance(entry.get("t"), (int, float)) else 0.0
     who = " ".join(f"{key}={entry[key]}" for key in ("job", "worker") if entry.get(key))
     label = label_of(entry, labels)
     head = f"#{entry.get('seq')!s:<5} " if seq else ""
     parts = [who, label or "", fields(str(entry.get("kind")), data)]
-    return f"{head}+{float(entry.get('t') or 0.0):8.3f}s  {entry.get('kind')!s:<16} " + " ".join(p for p in parts if p)
+    return f"{head}+{t:8.3f}s  {entry.get('kind')!s:<16} " + " ".join(p for p in parts if p)
