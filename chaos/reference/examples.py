@@ -123,6 +123,11 @@ def fill(text: str, rendered: dict[str, str]) -> str:
 
 
 NORMAL = (
+    # The box's provenance stamp: the checkout's commit, the machine's server and Python, the run's date.
+    (re.compile(r"@ [0-9a-f]{7,40}(\+modified)?|@ not in git"), "@ <commit>"),
+    (re.compile(r"server [^()]*\("), "server <version> ("),
+    (re.compile(r"Python \S+"), "Python <version>"),
+    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"), "<date>"),
     (re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+(\+\d\d:\d\d)?"), "<timestamp>"),
     (re.compile(r"\d{8}-\d{6}-\d{6}"), "<stamp>"),
     (re.compile(r"\b[0-9a-f]{32}\b"), "<hex>"),

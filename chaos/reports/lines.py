@@ -37,12 +37,13 @@ def label_of(entry: Mapping[str, Any], labels: Labels | None) -> str | None:
 
 def fields(kind: str, data: dict[str, Any]) -> str:
     quiet = QUIET if kind in PROCESS_KINDS else QUIET | {"pid"}
-    return " ".join(f"{key}={value}" for key, value in sorted(data.items()) if key not in quiet)
+    return " ".join(f"{key}={value}" for key, value in sorted(data.items()) if key not in quiet and value is not None)
 
 
 def event_line(entry: Mapping[str, Any], labels: Labels | None, *, seq: bool = True) -> str:
     """`#22    +  1.164s  probe.claim      job=job-0003 worker=w2 w2#1 point=claim` (a witness entry's dict)."""
-    data = _data(entry)
+    data = {key: value for key, value in _data(entry).items()
+            if not (key in ("job", "worker") and value == entry.get(key))}  # said once, before the label
     t = entry.get("t") if isinstance(entry.get("t"), (int, float)) else 0.0
     who = " ".join(f"{key}={entry[key]}" for key in ("job", "worker") if entry.get(key))
     label = label_of(entry, labels)
