@@ -136,7 +136,8 @@ class LocalServer(Backend):
         return True
 
     def version(self) -> str | None:
-        """The first line its binary prints for `version_flag`, or None when it cannot tell (quickly)."""
+        """The first line its binary prints for `version_flag`, up to its first word with a digit (the
+        version), or None when it cannot tell (quickly)."""
         if self.version_flag is None:
             return None
         try:
@@ -145,7 +146,11 @@ class LocalServer(Backend):
         except (OSError, subprocess.TimeoutExpired):
             return None
         first = (done.stdout or done.stderr).strip().splitlines()
-        return first[0][:120] if done.returncode == 0 and first else None
+        if done.returncode != 0 or not first:
+            return None
+        words = first[0].split()  # "Redis server v=7.0.15 sha=... malloc=...": up to the version's word
+        upto = next((i for i, word in enumerate(words) if any(c.isdigit() for c in word)), len(words) - 1)
+        return " ".join(words[:upto + 1])[:120]
 
     def ready(self) -> bool:
         """True once it serves clients (after loading its data)."""
