@@ -237,8 +237,9 @@ def markdown(box: Box) -> list[str]:
 
 STYLE = """
 .box{border:2px solid #c62828;border-radius:6px;background:#fff6f6;padding:8px 14px;margin:10px 0 16px}
-.box.green{border-color:#2a8a2a;background:#f4fbf4;padding:4px 12px}.box.inconclusive,.box.error{border-color:#c66a00;
-background:#fff8ee}.box h2{margin:2px 0 6px;border:0;font-size:17px}.box .group{margin:6px 0 10px}
+.box{color:#222}.box.green{border-color:#2a8a2a;background:#f4fbf4;padding:4px 12px}.box.box-inconclusive,
+.box.box-error{border-color:#c66a00;background:#fff8ee}.box h2.red{color:#c62828}.box .cause{color:#8e1b1b}
+.box h2{margin:2px 0 6px;border:0;font-size:17px}.box .group{margin:6px 0 10px}
 .box .group h3{margin:4px 0}.box .cause{font-weight:600}.box dl{display:grid;grid-template-columns:max-content 1fr;
 gap:2px 10px;margin:2px 0}.box dt{color:#555}.box dd{margin:0}.box ol.decisive{margin:2px 0;padding-left:24px;
 font:12px ui-monospace,monospace}.box ol.decisive li[data-seq]{cursor:pointer}.box .stamp{color:#444;font-size:12px}
@@ -258,8 +259,9 @@ def html(box: Box, workers: Sequence[str] = (), *, run_dir: str = "", anchor: st
         why = f" ({esc(box.cause)})" if box.cause else ""
         return (f"<section id='{esc(anchor)}' class='box green'><p><b class='pass'>{esc(box.headline)}</b>{why} · "
                 f"<span class='stamp'>{esc(box.stamp)}</span></p>{logs}{report}</section>")
-    parts = [f"<section id='{esc(anchor)}' class='box {esc(box.verdict)}'><h2 class='{esc(box.verdict)}'>"
-             f"{esc(box.headline)}</h2>"]
+    # The box's own classes: a page's `.fail` colours all it holds. Its headline only where no h1 says it.
+    parts = [f"<section id='{esc(anchor)}' class='box box-{esc(box.verdict)}'>"
+             + (f"<h2 class='red'>{esc(box.headline)}</h2>" if run_dir else "")]
     if box.cause:
         parts.append(f"<p class='cause'>{esc(box.cause)}</p>")
     for group in box.groups:

@@ -92,7 +92,7 @@ def test_the_markdown_and_junit_lead_with_the_box(tmp_path: Path) -> None:
 def test_the_page_opens_with_the_box_a_working_docs_link_and_the_logs(monkeypatch: pytest.MonkeyPatch) -> None:
     history = stuck(1)
     page = timeline.render(judge(history.events), history.events)
-    assert page.index("<section id='box' class='box fail'>") < page.index("<h2>Counts</h2>")
+    assert page.index("<section id='box' class='box box-fail'>") < page.index("<h2>Counts</h2>")
     assert f"href='{(REPO / 'docs/reference/violations.md').as_uri()}#stuck'" in page  # the checkout's page
     assert "<a href='logs/w1.log'>w1</a>" in page
     monkeypatch.setenv(events.ENV_DOCS_URL, "https://docs.example/queue-chaos/")
@@ -148,7 +148,7 @@ def test_a_suite_shows_each_red_cells_box_first() -> None:
     assert failure is not None and failure.get("message", "").startswith("stuck ×2: job-0001, job-0002: A job")
     assert (failure.text or "").startswith("┏━ FAIL")
     page = render_suite(document)
-    assert page.index("<section id='box-0' class='box fail'>") < page.index("<h2>Matrix</h2>")
+    assert page.index("<section id='box-0' class='box box-fail'>") < page.index("<h2>Matrix</h2>")
     assert "<a href='runs/r1/report.html'>the run's report</a>" in page
 
 
