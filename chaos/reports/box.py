@@ -190,7 +190,7 @@ def _seq(value: Any) -> int | None:
 # -- text ------------------------------------------------------------------------------------------------
 
 def text(box: Box) -> list[str]:
-    """The box as lines for summary.txt and junit.xml: a frame on the left, the headline first."""
+    """The box as lines for summary.txt and junit.xml: the headline, then the rest framed on the left."""
     if box.green:
         why = f" ({box.cause})" if box.cause else ""
         return [f"{box.headline}{why} · {box.stamp}"]
@@ -208,7 +208,8 @@ def text(box: Box) -> list[str]:
     lines.append(box.stamp)
     if box.reproduce:
         lines.append(f"reproduce: {box.reproduce}")
-    return ["┏━ " + lines[0]] + ["┃ " + line for line in lines[1:]] + ["┗━"]
+    # The first line stays bare: it begins with the verdict, where scripts and CI logs look for it.
+    return [lines[0]] + ["┃ " + line for line in lines[1:]] + ["┗━"]
 
 
 def markdown(box: Box) -> list[str]:

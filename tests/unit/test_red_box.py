@@ -53,7 +53,7 @@ def test_the_box_comes_first_in_summary_txt_with_cause_fix_docs_events_and_stamp
     history = stuck()
     verdict = judge(history.events)
     lines = summary(verdict, None, of_ledger(history.events)).splitlines()
-    assert lines[0] == "┏━ FAIL: target t, scenario s, seed 1"
+    assert lines[0] == "FAIL: target t, scenario s, seed 1"
     text = "\n".join(lines[:lines.index("┗━") + 1])
     assert "┃ stuck ×3: job-0001, job-0002, job-0003" in text
     assert f"cause: {VIOLATION_KINDS['stuck'].rule}" in text and f"fix:   {VIOLATION_KINDS['stuck'].fix}" in text
@@ -83,7 +83,7 @@ def test_the_markdown_and_junit_lead_with_the_box(tmp_path: Path) -> None:
     failure = ET.parse(tmp_path / "junit.xml").getroot().find("testcase/failure")
     assert failure is not None
     assert failure.get("message") == f"stuck ×2: job-0001, job-0002: {VIOLATION_KINDS['stuck'].rule}"
-    assert (failure.text or "").startswith("┏━ FAIL")
+    assert (failure.text or "").startswith("FAIL: target t, scenario s, seed 1\n┃ stuck ×2")
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["provenance"]["target_commit"] == "1a768e962d76"
     assert HEX[1:] in json.dumps(verdict)  # the token stays in verdict.json
@@ -146,7 +146,7 @@ def test_a_suite_shows_each_red_cells_box_first() -> None:
     assert "> **stuck ×2: job-0001, job-0002**  " in md.splitlines()
     failure = suite_junit(document).getroot().find("testcase/failure")  # type: ignore[union-attr]
     assert failure is not None and failure.get("message", "").startswith("stuck ×2: job-0001, job-0002: A job")
-    assert (failure.text or "").startswith("┏━ FAIL")
+    assert (failure.text or "").startswith("FAIL: target t, scenario s, seed 1\n┃ stuck ×2")
     page = render_suite(document)
     assert page.index("<section id='box-0' class='box box-fail'>") < page.index("<h2>Matrix</h2>")
     assert "<a href='runs/r1/report.html'>the run's report</a>" in page
