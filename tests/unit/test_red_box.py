@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from chaos import events
@@ -23,10 +24,15 @@ from chaos.check.violation_kinds import VIOLATION_KINDS
 from chaos.contract import Contract
 from chaos.ledger import Ledger
 from chaos.reports import box, timeline, write_reports
+from chaos.reports.schemas import schema_text
 from chaos.reports.text import markdown, summary
+from chaos.suite.cell import Cell, Planned
+from chaos.suite.expect import Outcome
 from chaos.suite.html import render_suite
+from chaos.suite.report import cell_record
 from chaos.suite.report import junit as suite_junit
 from chaos.suite.report import markdown as suite_markdown
+from chaos.suite.runner import CellRun
 from tests.history import AT_LEAST_ONCE, History
 
 pytestmark = pytest.mark.unit
@@ -213,3 +219,17 @@ def test_an_unknown_job_or_worker_or_a_missing_ledger_is_a_usage_error(tmp_path:
     assert worker.returncode == 2 and "Its processes were w1, w2." in worker.stderr
     missing = report(str(tmp_path / "nowhere"), "--job", "job-0001")
     assert missing.returncode == 2 and "No ledger at" in missing.stderr
+
+
+def test_a_red_cells_record_keeps_its_box_and_both_schemas_hold(tmp_path: Path) -> None:
+    verdict = judge(stuck(1).events).to_dict()
+    red = CellRun(Planned(Cell("pg_naive", "kill"), 1, 1), Outcome("fail", ["expected PASS, got FAIL"]), 1, 1.0,
+                  "cells/r1", verdict, False)
+    green = replace(red, outcome=Outcome("pass", []))
+    record, passed = cell_record(red, 0), cell_record(green, 1)
+    assert record["box"]["groups"][0]["kind"] == "stuck" and passed["box"] is None
+    assert box.from_dict(record["box"]) == box.build(verdict)
+    cells = json.loads(schema_text("suite"))["properties"]["cells"]["items"]
+    for cell in (record, passed):
+        jsonschema.validate(json.loads(json.dumps(cell)), cells)
+    jsonschema.validate(json.loads(json.dumps(verdict)), json.loads(schema_text("verdict")))
