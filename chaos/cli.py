@@ -25,6 +25,7 @@ from chaos.authoring.check import summary as check_summary
 from chaos.authoring.scaffold import new_target
 from chaos.backends.registry import KINDS, provider_names, providers, reference_target
 from chaos.check.checker import judge
+from chaos.check.labels import of_ledger
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.discovery import available_scenarios, available_targets, find_scenario, find_target
 from chaos.errors import ChaosError, ConfigError
@@ -32,6 +33,7 @@ from chaos.faults import KINDS as FAULT_KINDS
 from chaos.ledger import LedgerUnwritable, read_events
 from chaos.reports import summary, write_reports
 from chaos.reports.schemas import NAMES, schema_text
+from chaos.reports.timelines import job_timeline, worker_timeline
 from chaos.runtime import exit_owner, last_resort
 from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.run import RunOptions, run_scenario
@@ -124,8 +126,15 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("--out", type=Path, required=True, help="where the merged reports go")
     schema = sub.add_parser("schema", help="print the JSON Schema of verdict.json or suite.json")
     schema.add_argument("name", nargs="?", choices=NAMES, default="verdict")
-    report = sub.add_parser("report", help="recompute the verdict of a run from its ledger alone")
+    report = sub.add_parser("report", help="recompute the verdict of a run from its ledger alone, or print one "
+                                           "job's or worker's timeline")
     report.add_argument("run_dir", type=Path)
+    shown = report.add_mutually_exclusive_group()
+    shown.add_argument("--job", default=None, metavar="JOB",
+                       help="print this job's timeline (its events, and the faults and process events of the workers "
+                            "that touched it), one line each, for any run; writes no reports")
+    shown.add_argument("--worker", default=None, metavar="W",
+                       help="print this worker's timeline (its executions by label, its process events and faults)")
     sub.add_parser("list", help="show the targets and scenarios found")
     sub.add_parser("doctor", help="what this machine has: providers, fault kinds, binaries and the Docker engine, "
                                   "and how to get what is missing (one table)")
@@ -225,7 +234,8 @@ def _run(args: argparse.Namespace) -> int:
                          _overrides(args.scenario_param, "-s", "mode=blackhole"), args.observe, args.worker_image,
                          run_dir_file=args.run_dir_file)
     result = run_scenario(target, scenario, options)
-    _say(summary(result.verdict, result.dir))
+    written = result.dir / "summary.txt"  # what the run wrote, its executions labelled from its ledger
+    _say(written.read_text().rstrip() if written.is_file() else summary(result.verdict, result.dir))
     if result.verdict.error:
         _say(f"chaos: {result.verdict.error}", sys.stderr)
     return result.verdict.exit_code
@@ -275,11 +285,18 @@ def _report(args: argparse.Namespace) -> int:
     path = args.run_dir / "ledger.sqlite"
     ledger = read_events(path)
     _check_run_start(ledger, path)
+    if args.job is not None or args.worker is not None:  # a view of the ledger: 0 whatever the verdict
+        if args.worker is not None:
+            _say("\n".join(worker_timeline(ledger, args.worker)))
+            return 0
+        known = any(event.job == args.job for event in ledger)
+        _say("\n".join(job_timeline(ledger, args.job, judge(ledger).jobs.get(args.job) if known else None)))
+        return 0
     verdict = judge(ledger)
     # Never replace the run's own reports: they were judged from the ledger as the run left it.
     out = args.run_dir / "regenerated" if (args.run_dir / "verdict.json").exists() else args.run_dir
     write_reports(out, verdict, ledger)
-    _say(summary(verdict, out))
+    _say(summary(verdict, out, of_ledger(ledger)))
     return verdict.exit_code
 
 

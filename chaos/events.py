@@ -42,6 +42,7 @@ ENV_RUN_MARKER = "CHAOS_RUN_MARKER"  # in the environment of every worker and re
 ENV_TARGETS_PATH = "CHAOS_TARGETS_PATH"
 ENV_SCENARIOS_PATH = "CHAOS_SCENARIOS_PATH"
 ENV_RUNS_DIR = "CHAOS_RUNS_DIR"
+ENV_DOCS_URL = "CHAOS_DOCS_URL"  # the built docs site's base URL, which reports link violations to
 
 # -- who writes events -------------------------------------------------------------------------------
 

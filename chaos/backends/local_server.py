@@ -87,6 +87,9 @@ class LocalServer(Backend):
     ready_timeout_s: ClassVar[float] = 30.0
     restart_modes: ClassVar[dict[str, signal.Signals]] = {"immediate": signal.SIGKILL, "fast": signal.SIGTERM}
     close_signal: ClassVar[signal.Signals] = signal.SIGTERM  # how close() stops it, before deleting its data
+    # The flag that makes its binary print its version and exit (backend.start records the first line for a
+    # report's provenance), or None where asking would start a server (rabbitmq-server has no such flag).
+    version_flag: ClassVar[str | None] = "--version"
 
     def __init__(self, settings: BackendSettings) -> None:
         self.data_root = Path(settings.data_root).absolute()
@@ -131,6 +134,23 @@ class LocalServer(Backend):
 
     def companions_ready(self) -> bool:
         return True
+
+    def version(self) -> str | None:
+        """The first line its binary prints for `version_flag`, up to its first word with a digit (the
+        version), or None when it cannot tell (quickly)."""
+        if self.version_flag is None:
+            return None
+        try:
+            done = subprocess.run([self.argv()[0], self.version_flag], capture_output=True, text=True, timeout=5,
+                                  check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        first = (done.stdout or done.stderr).strip().splitlines()
+        if done.returncode != 0 or not first:
+            return None
+        words = first[0].split()  # "Redis server v=7.0.15 sha=... malloc=...": up to the version's word
+        upto = next((i for i, word in enumerate(words) if any(c.isdigit() for c in word)), len(words) - 1)
+        return " ".join(words[:upto + 1])[:120]
 
     def ready(self) -> bool:
         """True once it serves clients (after loading its data)."""
@@ -187,7 +207,7 @@ class LocalServer(Backend):
             self._started = True
             self._emit(events.backend_start(pid=self.pid, port=self.port, ports=self.ports, provider=self.provider,
                                             start_s=round(time.monotonic() - began, 3), data_dir=str(self.data_dir),
-                                            marker=self.marker, **self.describe()))
+                                            marker=self.marker, version=self.version(), **self.describe()))
         except BaseException:
             self._started = False
             LIVE.discard(self)

@@ -13,6 +13,7 @@ import gc
 import traceback
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from http import HTTPStatus
 from typing import Any
 
@@ -21,6 +22,7 @@ from chaos.check.control_answers import Answer, Key, answered, done, source_of
 from chaos.check.fault_reports import fault_reports, recovery_summary, unmet_premises
 from chaos.check.history import JobHistory, RunHistory
 from chaos.check.judgement import judge_job, lost_since, unproven_note, unsettled_for
+from chaos.check.provenance import provenance
 from chaos.check.queue_record import DISAGREE, STALE, committed, covered, evidence, judge_record
 from chaos.check.scan import scan
 from chaos.check.strays import strays
@@ -32,14 +34,16 @@ UNAUTHORIZED = HTTPStatus.UNAUTHORIZED.value  # the sink's answer to a request w
 
 
 def judge(ledger: Sequence[Event], contract: Contract | None = None) -> Verdict:
-    """Check a ledger; any exception becomes an `error` verdict, never a pass."""
+    """Check a ledger; any exception becomes an `error` verdict, never a pass. Either carries the run's
+    provenance."""
     try:
-        return check(ledger, contract)
+        verdict = check(ledger, contract)
     except Exception:  # noqa: BLE001 - the whole point is to turn every crash into a verdict
         run = next((e.data for e in ledger if e.kind == events.RUN_START), {})
-        return Verdict("error", str(run.get("target", "?")), str(run.get("scenario", "?")), run.get("seed"),
-                       dict(run.get("contract", {})), {}, {}, [], [], {}, str(run.get("command", "")),
-                       error=traceback.format_exc())
+        verdict = Verdict("error", str(run.get("target", "?")), str(run.get("scenario", "?")), run.get("seed"),
+                          dict(run.get("contract", {})), {}, {}, [], [], {}, str(run.get("command", "")),
+                          error=traceback.format_exc())
+    return replace(verdict, provenance=provenance(ledger))
 
 
 def check(ledger: Sequence[Event], contract: Contract | None = None) -> Verdict:

@@ -86,6 +86,9 @@ class Verdict:
     # workers reported with ok null judged by the target's control's answer, `Control.completion`); "acks":
     # the sources that decided whether acks were accepted (`events.ACK_SOURCES`, comma-separated), or none.
     evidence: dict[str, str] = field(default_factory=lambda: {"claims": "probes", "completions": "probes"})
+    # Where the run came from (chaos.check.provenance): suite_version, target, target_commit, server, python,
+    # date, duration_s; each only as far as the ledger records it.
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:

@@ -34,6 +34,8 @@ class Example:
     argv: tuple[str, ...]
     keys: tuple[str, ...] = ()
     width: int | None = None  # clip longer lines at a word, for a page whose lines must stay short
+    # The command whose run dir fills RUN_DIR in argv (`chaos report RUN_DIR --job ...` on a run it made).
+    on_run_of: tuple[str, ...] = ()
 
     @property
     def command(self) -> str:
@@ -42,10 +44,12 @@ class Example:
 
 FIRST_FAILURE = ("run", "--target", "redis_basic", "--scenario", "kill_after_claim_before_effect", "--seed", "1")
 STUCK = ("run", "--target", "pg_naive", "--scenario", "kill_after_effect_before_ack", "--seed", "1")
+RUN_DIR = "RUN_DIR"
 EXAMPLES = (
     Example("first-failure", FIRST_FAILURE, width=116),
     Example("stuck-summary", STUCK),
     Example("stuck-verdict", STUCK, keys=("verdict", "counts", "faults", "violations", "evidence", "reproduce")),
+    Example("stuck-job", ("report", RUN_DIR, "--job", "job-0003"), on_run_of=STUCK),
     Example("target-check", ("target", "check", "pg_lease")),
     Example("target-check-copy", ("target", "check", "redis_reliable")),
     Example("huey-held-to-redelivery", ("run", "--target", "huey_redis", "--scenario", "kill_after_claim_before_effect",
@@ -64,12 +68,17 @@ def run(argv: tuple[str, ...], runs_dir: Path) -> str:
     return done.stdout.replace(str(runs_dir), "runs").replace(f"{REPO}/", "")
 
 
-def verdict_excerpt(stdout: str, runs_dir: Path, keys: tuple[str, ...]) -> str:
-    """Those keys of the run's verdict.json; a violation's witness (the summary prints it) is left out."""
+def run_dir_of(stdout: str) -> str:
+    """The run dir a run's output names, under `runs/`."""
     found = re.search(r"^run dir: runs/(\S+)$", stdout, re.MULTILINE)
     if found is None:
         raise RuntimeError(f"no run dir in the output:\n{stdout}")
-    verdict = json.loads((runs_dir / found.group(1) / "verdict.json").read_text())
+    return found.group(1)
+
+
+def verdict_excerpt(stdout: str, runs_dir: Path, keys: tuple[str, ...]) -> str:
+    """Those keys of the run's verdict.json; a violation's witness (the summary prints it) is left out."""
+    verdict = json.loads((runs_dir / run_dir_of(stdout) / "verdict.json").read_text())
     shown = {key: verdict[key] for key in keys}
     if "violations" in shown:
         shown["violations"] = [{k: v for k, v in violation.items() if k != "witness"}
@@ -93,13 +102,20 @@ def render_all() -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="doc-examples-") as tmp:
         outputs: dict[tuple[str, ...], str] = {}
         for example in EXAMPLES:
-            if example.argv not in outputs:
-                outputs[example.argv] = run(example.argv, Path(tmp))
-            body = outputs[example.argv]
+            argv, command = example.argv, example.command
+            if example.on_run_of:  # the run dir of that command's run, as the page shows it and where it is
+                if example.on_run_of not in outputs:
+                    outputs[example.on_run_of] = run(example.on_run_of, Path(tmp))
+                made = run_dir_of(outputs[example.on_run_of])
+                argv = tuple(str(Path(tmp) / made) if arg == RUN_DIR else arg for arg in argv)
+                command = command.replace(RUN_DIR, f"runs/{made}")
+            if argv not in outputs:
+                outputs[argv] = run(argv, Path(tmp))
+            body = outputs[argv]
             if example.keys:
                 body = verdict_excerpt(body, Path(tmp), example.keys)
             else:
-                body = f"$ {example.command}\n{body}"
+                body = f"$ {command}\n{body}"
             rendered[example.name] = body
     return rendered
 
@@ -123,6 +139,11 @@ def fill(text: str, rendered: dict[str, str]) -> str:
 
 
 NORMAL = (
+    # The box's provenance stamp: the checkout's commit, the machine's server and Python, the run's date.
+    (re.compile(r"@ [0-9a-f]{7,40}(\+modified)?|@ not in git"), "@ <commit>"),
+    (re.compile(r"server [^()]*\("), "server <version> ("),
+    (re.compile(r"Python \S+"), "Python <version>"),
+    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"), "<date>"),
     (re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+(\+\d\d:\d\d)?"), "<timestamp>"),
     (re.compile(r"\d{8}-\d{6}-\d{6}"), "<stamp>"),
     (re.compile(r"\b[0-9a-f]{32}\b"), "<hex>"),

@@ -33,3 +33,8 @@ def finite(value: Any) -> Any:
 def how_it_exited(exit: dict[str, Any]) -> str:
     """A verdict's exit: by a signal, or with its code."""
     return f"signal {exit['signal']}" if exit.get("signal") else f"exit code {exit.get('returncode')}"
+
+
+def contract_words(contract: dict[str, Any]) -> str:
+    """The contract's set keys, `key = value`: a key the target left unset (None) says nothing."""
+    return ", ".join(f"{key} = {value}" for key, value in contract.items() if value is not None) or "nothing set"

@@ -10,27 +10,28 @@ from pathlib import Path
 from typing import Any
 
 from chaos import events
+from chaos.check.labels import Labels, of_ledger
 from chaos.check.verdict import Verdict
-from chaos.check.violation_kinds import doc_anchor
 from chaos.errors import ConfigError
 from chaos.events import Event
-from chaos.reports import timeline
-from chaos.reports.formatting import finite, how_it_exited
+from chaos.reports import box, timeline
+from chaos.reports.formatting import contract_words, finite, how_it_exited
+from chaos.reports.lines import event_line
 
 WITNESS_LINES = 40
-WITNESS_QUIET = ("argv", "create_time", "log", "log_tail")  # data too long for a witness line (verdict.json has it)
 
 
 def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> None:
     """Every report of the verdict into `run_dir`; a directory that cannot take them (a full disk, a
     read-only copy) is the machine's problem, said in one paragraph."""
     verdict_json = json.dumps(finite(verdict.to_dict()), indent=2, default=str, allow_nan=False)
+    labels = of_ledger(events)
     try:
         run_dir.mkdir(exist_ok=True)
         (run_dir / "verdict.json").write_text(verdict_json + "\n")
-        (run_dir / "summary.txt").write_text(summary(verdict, run_dir) + "\n")
-        (run_dir / "summary.md").write_text(markdown(verdict) + "\n")
-        junit(verdict).write(run_dir / "junit.xml", encoding="utf-8", xml_declaration=True)
+        (run_dir / "summary.txt").write_text(summary(verdict, run_dir, labels) + "\n")
+        (run_dir / "summary.md").write_text(markdown(verdict, labels) + "\n")
+        junit(verdict, labels).write(run_dir / "junit.xml", encoding="utf-8", xml_declaration=True)
         (run_dir / "report.html").write_text(timeline.render(verdict, events) + "\n")
     except OSError as exc:
         raise ConfigError(f"Cannot write the reports into {run_dir} ({exc.strerror or exc}); the verdict was "
@@ -39,16 +40,15 @@ def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> N
                           "writes them.") from exc
 
 
-def junit(verdict: Verdict) -> ET.ElementTree:
-    """One test case per run: failed with each violation, skipped when inconclusive or skipped, errored on a
-    crash."""
+def junit(verdict: Verdict, labels: Labels | None = None) -> ET.ElementTree:
+    """One test case per run: failed with each violation (the message is the box's first cause, the text
+    begins with the box), skipped when inconclusive or skipped, errored on a crash."""
     suite = ET.Element("testsuite", name="queue-chaos", tests="1")
     case = ET.SubElement(suite, "testcase", classname=f"chaos.{verdict.target}", name=verdict.scenario)
-    text = summary(verdict)
+    text = summary(verdict, labels=labels)
     if verdict.verdict == "fail":
         suite.set("failures", "1")
-        kinds = ", ".join(sorted({v.kind for v in verdict.violations}))
-        ET.SubElement(case, "failure", message=f"violations: {kinds}").text = text
+        ET.SubElement(case, "failure", message=box.build(verdict.to_dict(), labels).first_line).text = text
     elif verdict.verdict == "error":
         suite.set("errors", "1")
         ET.SubElement(case, "error", message=(verdict.error or "error").splitlines()[0][:200]).text = text
@@ -59,9 +59,10 @@ def junit(verdict: Verdict) -> ET.ElementTree:
     return ET.ElementTree(suite)
 
 
-def markdown(verdict: Verdict) -> str:
-    """A few lines that fit a CI step summary; the details stay in verdict.json."""
+def markdown(verdict: Verdict, labels: Labels | None = None) -> str:
+    """A few lines that fit a CI step summary, the box first; the details stay in verdict.json."""
     lines = [f"### {verdict.verdict.upper()}: `{verdict.target}` x `{verdict.scenario}` (seed {verdict.seed})", ""]
+    lines += box.markdown(box.build(verdict.to_dict(), labels)) + [""]
     lines += ["| outcome | jobs |", "|---|---|"]
     lines += [f"| {name} | {count} |" for name, count in verdict.counts.items() if count] + [""]
     for fault in verdict.faults:
@@ -78,14 +79,17 @@ def markdown(verdict: Verdict) -> str:
     return "\n".join(lines)
 
 
-def witness_line(entry: dict[str, Any]) -> str:
-    data = " ".join(f"{k}={v}" for k, v in sorted(entry["data"].items()) if k not in WITNESS_QUIET)
-    who = " ".join(f"{k}={entry[k]}" for k in ("job", "worker") if entry.get(k))
-    return f"#{entry['seq']:<5} +{entry['t']:8.3f}s  {entry['kind']:<16} {who} {data}".rstrip()
+def witness_line(entry: dict[str, Any], labels: Labels | None = None) -> str:
+    """One witness entry; its execution named by its label (the token's head without a ledger)."""
+    return event_line(entry, labels)
 
 
-def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
-    lines = [f"{verdict.verdict.upper()}: target {verdict.target}, scenario {verdict.scenario}, seed {verdict.seed}"]
+def summary(verdict: Verdict, run_dir: Path | None = None, labels: Labels | None = None) -> str:
+    """The box first (it holds the verdict's line), then the counts, faults, notes and each violation's
+    witness; `labels` (from the run's ledger) name executions w1#2."""
+    lines = box.text(box.build(verdict.to_dict(), labels))
+    if verdict.contract:
+        lines.append("contract: " + contract_words(verdict.contract))
     if verdict.counts:
         shown = [f"{name} {count}" for name, count in verdict.counts.items() if count or name in
                  ("enqueued", "completed", "redelivered", "lost", "stuck")]
@@ -116,11 +120,11 @@ def summary(verdict: Verdict, run_dir: Path | None = None) -> str:
         lines += [f"    | {line}" for line in exit.get("log_tail", [])]
     for violation in verdict.violations:
         lines.append(f"violation {violation.kind} {violation.job or ''}: {violation.message} "
-                     f"[{doc_anchor(violation.kind)}]")
+                     f"[{box.docs_link(violation.kind)}]")
         witness = violation.witness[-WITNESS_LINES:]
         if len(violation.witness) > len(witness):
             lines.append(f"    ... {len(violation.witness) - len(witness)} earlier events in verdict.json")
-        lines += ["    " + witness_line(entry) for entry in witness]
+        lines += ["    " + witness_line(entry, labels) for entry in witness]
     if verdict.error:
         lines.append("error: " + verdict.error)
     if run_dir is not None:

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from chaos.check.verdict import Verdict, Violation
 from chaos.check.violation_kinds import doc_anchor
 from chaos.events import Event
-from chaos.reports import proof, svg
-from chaos.reports.formatting import esc, finite, how_it_exited
+from chaos.reports import box, proof, svg
+from chaos.reports.formatting import contract_words, esc, finite, how_it_exited
 from chaos.reports.run_model import NEMESIS, Run, Span, build_run, natural_key
 
 MAX_JOBS = 100  # job rows drawn besides the violating jobs'
@@ -117,13 +117,13 @@ def render(verdict: Verdict, ledger: Sequence[Event]) -> str:
     head = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>queue-chaos {esc(title)}</title>"
             f"<style>{STYLE}</style></head><body>",
             f"<svg width='0' height='0' style='position:absolute' aria-hidden='true'>{DEFS}</svg>",
-            f"<h1 class='{esc(verdict.verdict)}'>{esc(title)}</h1>"]
+            f"<h1 class='{esc(verdict.verdict)}'>{esc(title)}</h1>", box.page_box(verdict, ledger)]
     if verdict.reproduce:
         head.append(f"<p>Reproduce: <code>{esc(verdict.reproduce)}</code></p>")
     if verdict.error:
         head.append(f"<p class='error'>Error: {esc(verdict.error.splitlines()[0])}</p>")
     head += [f"<p class='note'>note: {esc(note)}</p>" for note in verdict.notes]
-    head.append(f"<p class='note'>Contract: {esc(', '.join(f'{k} = {v}' for k, v in verdict.contract.items()))}</p>"
+    head.append(f"<p class='note'>Contract: {esc(contract_words(verdict.contract))}</p>"
                 "<nav><a href='#violations'>violations</a><a href='#run'>run timeline</a>"
                 "<a href='#jobs'>jobs</a></nav>")
     body = [_tables(verdict, anchors),

@@ -44,6 +44,7 @@ from chaos.runtime.deadline import deadline, default_deadline_s
 from chaos.runtime.environment import Environment
 from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import Nemesis
+from chaos.runtime.provenance import run_provenance
 from chaos.runtime.recorder import KINDS as RECORD_KINDS
 from chaos.runtime.recorder import Recorder
 from chaos.runtime.sink import Sink
@@ -249,6 +250,7 @@ class Run:
             cleaned=self.cleaned,  # what killed runs in the same runs dir had left, removed before this one
             shutdown_grace_s=self.target.shutdown_grace_s, scenario_params=self.scenario_params,
             faults=list(self.scenario.faults),  # declared: each must be injected (or waived), else inconclusive
+            **run_provenance(self.target.path),  # the red box's stamp: suite version, target commit, Python
         ))
         unmet = self.scenario.unmet(self.target.contract)
         if unmet is not None:  # nothing starts: the run is skipped with the reason, never run and passed

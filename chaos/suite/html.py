@@ -12,6 +12,7 @@ import html
 from typing import Any
 from urllib.parse import quote
 
+from chaos.reports import box
 from chaos.suite.expect import STATUSES, worst
 
 # Symbols every common font has (no emoji font needed), on a badge coloured by status.
@@ -31,7 +32,7 @@ vertical-align:top}thead th{background:#f3f3f3}tbody th{font-weight:normal;backg
 .badge{display:inline-block;min-width:1.3em;text-align:center;border-radius:4px;padding:0 4px;color:#fff;
 font-weight:bold}.badge.pass{background:#2a8a2a}.badge.xfail{background:#5f9f5f}.badge.skipped{background:#888}.badge.inconclusive{background:#d98a00}
 .badge.fail{background:#c62828}.badge.error{background:#8e24aa}
-ul.reasons{margin:0;padding-left:18px}"""
+ul.reasons{margin:0;padding-left:18px}""" + box.STYLE
 
 
 def _esc(text: object) -> str:
@@ -126,6 +127,13 @@ def _stability(document: dict[str, Any]) -> str:
             f"</thead><tbody>{rows}</tbody></table>")
 
 
+def _boxes(cells: list[dict[str, Any]]) -> str:
+    """Each red cell's box (chaos.reports.box), first on the page, linking the run's report."""
+    shown = [box.html(box.from_dict(cell["box"]), run_dir=str(cell.get("run_dir") or ""), anchor=f"box-{i}")
+             for i, cell in enumerate(cells) if cell.get("box")]
+    return "<div class='boxes'>" + "".join(shown) + "</div>" if shown else ""
+
+
 def render_suite(document: dict[str, Any]) -> str:
     """suite.json's document as a page; links are relative to the directory suite.json is in."""
     cells: list[dict[str, Any]] = list(document.get("cells") or [])
@@ -139,7 +147,7 @@ def render_suite(document: dict[str, Any]) -> str:
     return "".join([
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
         f"<style>{STYLE}</style></head><body>",
-        f"<h1 class='{_esc(status)}'>{_esc(title)}</h1>",
+        f"<h1 class='{_esc(status)}'>{_esc(title)}</h1>", _boxes(cells),
         f"<p>{len(cells)} runs of <code>{_esc(document.get('suite', ''))}</code>{_esc(shards)} in "
         f"{float(document.get('duration_s') or 0):.0f}s.</p>",
         "<table class='counts'><thead><tr><th>status<th>runs<th>meaning</thead>"

@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import ConfigError
+from chaos.reports import box
 from chaos.suite.expect import STATUS_EXIT_CODES, STATUSES, worst
 from chaos.suite.html import render_suite
 from chaos.suite.runner import CellRun
 
 SCHEMA = "queue-chaos/suite/2"
 STEP_SUMMARY_CAP = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
+RED = ("fail", "error", "inconclusive")  # the statuses of a cell that did not give its known answer
 MARKS = {"pass": "✅", "xfail": "☑️", "skipped": "⏭️", "inconclusive": "⚠️", "fail": "❌", "error": "💥"}
 
 
@@ -50,6 +52,8 @@ def cell_record(run: CellRun, order: int) -> dict[str, Any]:
         "violations": [{"kind": v.get("kind"), "job": v.get("job"), "message": v.get("message")}
                        for v in verdict.get("violations") or []],
         "recovery": {k: v for k, v in (verdict.get("recovery") or {}).items() if k != "jobs"},
+        # A red cell's box (chaos.reports.box), which every suite report shows first for it.
+        "box": box.to_dict(box.build(verdict)) if run.verdict and run.outcome.status in RED else None,
     }
 
 
@@ -120,6 +124,9 @@ def junit(document: dict[str, Any]) -> ET.ElementTree:
                              name=f"{cell['scenario_variant']} [seed {cell['seed']}{repeat}]",
                              time=f"{cell['duration_s']:.3f}")
         status, first = cell["status"], (cell["reasons"] or [""])[0]
+        found = cell.get("box")
+        if found and not box.from_dict(found).green:  # the box's first cause, with what the cell expected
+            first = f"{box.from_dict(found).first_line} ({first})" if first else box.from_dict(found).first_line
         if status == "fail":
             ET.SubElement(case, "failure", message=first).text = _details(cell)
         elif status in ("error", "inconclusive"):
@@ -131,7 +138,8 @@ def junit(document: dict[str, Any]) -> ET.ElementTree:
 
 
 def _details(cell: dict[str, Any]) -> str:
-    lines = [*cell["reasons"]]
+    lines = box.text(box.from_dict(cell["box"])) if cell.get("box") else []
+    lines += [*cell["reasons"]]
     lines += [f"violation {v['kind']} {v['job'] or ''}: {v['message']}" for v in cell["violations"]]
     lines.append(f"expected: {cell['expected']['verdict']}"
                  + (f" naming {cell['expected']['violation']}" if cell["expected"]["violation"] else ""))
@@ -208,6 +216,8 @@ def _mark(runs: list[dict[str, Any]]) -> str:
 
 
 def _detail(cell: dict[str, Any]) -> str:
+    """The cell's line (what it expected), then its box."""
     reproduce = f"\n  `{cell['reproduce']}`" if cell["reproduce"] else ""
+    found = "\n\n" + "\n".join(box.markdown(box.from_dict(cell["box"]))) + "\n" if cell.get("box") else ""
     return (f"- {MARKS[cell['status']]} **{cell['variant']}** x **{cell['scenario_variant']}** seed {cell['seed']}: "
-            f"{'; '.join(cell['reasons'])}{reproduce}")
+            f"{'; '.join(cell['reasons'])}{reproduce}{found}")

@@ -24,6 +24,7 @@ def answers(host: str, port: int) -> bool:
 class LocalBeanstalkd(LocalServer):
     kind: ClassVar[str] = "beanstalkd"
     name: ClassVar[str] = "beanstalkd"
+    version_flag: ClassVar[str | None] = "-v"
 
     namespace_for = staticmethod(tube_for)
 

@@ -188,7 +188,7 @@ class LocalPostgres(PostgresBackend):
             self._emit(events.backend_start(pid=self.pid, port=self.port, provider=self.provider,
                                             start_s=time.monotonic() - began, pgdata=str(self.pgdata),
                                             cluster_name=self.cluster_name, postgres=str(self._bins.postgres),
-                                            data_root=str(self.data_root)))
+                                            data_root=str(self.data_root), version=f"PostgreSQL {self._bins.version}"))
         except BaseException:
             # Nothing half-started survives a failed start (or a failing on_event): __exit__ never runs then.
             self._started = False

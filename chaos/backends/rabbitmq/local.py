@@ -60,6 +60,7 @@ class LocalRabbitMQ(LocalServer):
     kind: ClassVar[str] = "rabbitmq"
     name: ClassVar[str] = "RabbitMQ"
     ready_timeout_s: ClassVar[float] = 60.0
+    version_flag: ClassVar[str | None] = None  # rabbitmq-server would start a node
     close_signal: ClassVar[signal.Signals] = signal.SIGKILL  # a clean shutdown takes seconds, for data deleted next
 
     @staticmethod

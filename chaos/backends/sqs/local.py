@@ -30,6 +30,7 @@ class LocalSqs(LocalServer):
     kind: ClassVar[str] = "sqs"
     name: ClassVar[str] = "SQS (moto)"
     capabilities: ClassVar[frozenset[str]] = frozenset()  # in memory only: a restart would wipe every queue
+    version_flag: ClassVar[str | None] = None  # its binary is Python's; describe() names moto's version
 
     namespace_for = staticmethod(queue_for)
 
