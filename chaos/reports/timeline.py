@@ -73,7 +73,7 @@ ol.proof li.derived{color:#555;font-style:italic;list-style:circle}ol.proof li.g
 .end-label{fill:#000;font-weight:bold}.stuck{stroke:#c62828;stroke-width:3;stroke-dasharray:5,3}
 #details{position:fixed;right:12px;bottom:12px;width:520px;max-height:60vh;overflow:auto;background:#fff;
 border:1px solid #888;box-shadow:0 2px 12px rgba(0,0,0,.25);padding:8px 12px;z-index:9}
-#details pre{font-size:12px;white-space:pre-wrap;word-break:break-all;margin:4px 0}
+#details-token{font:12px monospace;word-break:break-all}#details pre{font-size:12px;white-space:pre-wrap;word-break:break-all;margin:4px 0}
 #details-close{float:right}
 ol.premises{margin:4px 0;padding-left:28px}ol.premises li{cursor:pointer;margin:2px 0}
 ol.premises li:hover{background:#f5f5ff}ol.premises li.derived{font-style:italic;color:#555;cursor:default}
@@ -93,10 +93,11 @@ body.linear .view.warped,body:not(.linear) .view.linear{display:none}
 SCRIPT = """(function(){
 var data=JSON.parse(document.getElementById('chaos-events').textContent);
 var panel=document.getElementById('details'),pre=document.getElementById('event-json'),
-head=document.getElementById('details-title'),also=document.getElementById('details-also'),picked=null,dragged=false;
+head=document.getElementById('details-title'),tok=document.getElementById('details-token'),also=document.getElementById('details-also'),picked=null,dragged=false;
 function show(seq,here){var e=data[seq];if(!e)return;
 head.textContent='#'+e.seq+' '+e.kind+' at +'+e.t.toFixed(3)+' s'+(e.worker?' ('+e.worker+')':'')+
-(e.label?' '+e.label:'');pre.textContent=(e.data&&e.data.token?'token '+e.data.token+'\\n':'')+JSON.stringify(e,null,2);
+(e.label?' '+e.label:'');pre.textContent=JSON.stringify(e,null,2);
+tok.textContent=e.data&&e.data.token?'token '+e.data.token:'';
 panel.hidden=false;also.textContent='';
 if(here.length>1){also.append(here.length+' events here: ');here.forEach(function(s){
 var b=document.createElement('button');b.type='button';b.setAttribute('data-pick',s);
@@ -193,7 +194,7 @@ def render(verdict: Verdict, ledger: Sequence[Event]) -> str:
             + ("".join(sections) or "<p>None: every job kept the contract.</p>") + "</section>",
             _run_section(page, shown), _jobs_section(page, order, len(verdict.jobs))]
     tail = ["<aside id='details' hidden><button id='details-close' type='button'>close</button>"
-            "<b id='details-title'></b><div id='details-also'></div><pre id='event-json'></pre></aside>",
+            "<b id='details-title'></b><div id='details-token'></div><div id='details-also'></div><pre id='event-json'></pre></aside>",
             f"<script type='application/json' id='chaos-events'>{_events_json(page)}</script>",
             f"<script>{SCRIPT}</script></body></html>"]
     return "".join(head + body + tail)
