@@ -87,9 +87,9 @@ class Frame:
 def warp(frame: Frame, times: Iterable[float]) -> Frame:
     """The frame with its idle stretches collapsed into breaks, or the frame itself when it has none. A
     stretch with no time of `times` inside it is idle when it is longer than BREAK_RATIO times the first
-    quartile of the stretches (events evenly spread over a run have no idle stretch) and than BREAK_SHARE of the time still
-    drawn linearly once the longer ones are collapsed (so a short wait beside a burst is collapsed too);
-    at most MAX_BREAKS, the longest."""
+    quartile of the stretches (events evenly spread over a run have no idle stretch) and than BREAK_SHARE
+    of the time still drawn linearly once the longer ones are collapsed (so a short wait beside a burst
+    is collapsed too); at most MAX_BREAKS, the longest."""
     inside = sorted({t for t in times if frame.t0 < t < frame.t1} | {frame.t0, frame.t1})
     gaps = list(zip(inside, inside[1:], strict=False))
     lengths = sorted(b - a for a, b in gaps)
@@ -246,12 +246,12 @@ def _axis(frame: Frame, height: int, origin: float) -> list[str]:
     last_x = -1e9
     for a, b in frame.stretches():
         width = frame.x(b) - frame.x(a)
-        if width < 1:
+        if width < 60:  # a sliver between two breaks: the breaks' titles say where it is
             continue
-        raw = (b - a) * 90 / width
+        raw = max((b - a) * 90 / width, 0.001)  # labels in milliseconds at most
         power = 10 ** math.floor(math.log10(raw))
         step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-        decimals = max(0, min(4, -math.floor(math.log10(step))))
+        decimals = max(0, min(3, -math.floor(math.log10(step))))
         tick = math.ceil((a - origin) / step - 1e-9)
         while origin + tick * step <= b + 1e-9:
             x = frame.x(origin + tick * step)

@@ -73,12 +73,13 @@ ol.proof li.derived{color:#555;font-style:italic;list-style:circle}ol.proof li.g
 .end-label{fill:#000;font-weight:bold}.stuck{stroke:#c62828;stroke-width:3;stroke-dasharray:5,3}
 #details{position:fixed;right:12px;bottom:12px;width:520px;max-height:60vh;overflow:auto;background:#fff;
 border:1px solid #888;box-shadow:0 2px 12px rgba(0,0,0,.25);padding:8px 12px;z-index:9}
-#details-token{font:12px monospace;word-break:break-all}#details pre{font-size:12px;white-space:pre-wrap;word-break:break-all;margin:4px 0}
+#details-token{font:12px monospace;word-break:break-all}
+#details pre{font-size:12px;white-space:pre-wrap;word-break:break-all;margin:4px 0}
 #details-close{float:right}
 ol.premises{margin:4px 0;padding-left:28px}ol.premises li{cursor:pointer;margin:2px 0}
 ol.premises li:hover{background:#f5f5ff}ol.premises li.derived{font-style:italic;color:#555;cursor:default}
-ol.premises li.derived::after{content:' (derived)';font-size:11px;color:#888}.seq,.at{color:#777;font-size:12px}
-p.conclusion{margin:4px 0 8px 8px}details.history summary{cursor:pointer;color:#555}
+ol.premises li.derived::after{content:' (derived)';font-size:11px;color:#888}.seq{color:#777;font-size:12px}
+p.conclusion{margin:4px 0 8px 8px;font-weight:bold;color:#b71c1c}details.history summary{cursor:pointer;color:#555}
 li.hl{background:#fff3a0!important;outline:1px solid #e0b800}
 .m.hl{stroke:#d500f9!important;stroke-width:3!important;paint-order:stroke}
 body.linear .view.warped,body:not(.linear) .view.linear{display:none}
@@ -116,7 +117,8 @@ if(dragged){dragged=false;return;}
 if(t.id==='details-close'){panel.hidden=true;return;}if(t.closest('#details'))return;
 if(t.closest('.clear-selection')){clear();return;}
 if(t.closest('.axis-toggle')){var lin=document.body.classList.toggle('linear');
-document.querySelectorAll('.axis-toggle').forEach(function(b){b.textContent=lin?'time with breaks':'linear time';});return;}
+document.querySelectorAll('.axis-toggle').forEach(function(b){
+b.textContent=lin?'time with breaks':'linear time';});return;}
 var z=t.closest('[data-zoom]');if(z){plots().forEach(function(p){p.zoom(z.getAttribute('data-zoom'));});return;}
 var el=t.closest('[data-seq]');if(!el)return;var seq=el.getAttribute('data-seq'),here=[];
 if(el.tagName!=='LI')document.elementsFromPoint(ev.clientX,ev.clientY).forEach(function(h){
@@ -194,7 +196,8 @@ def render(verdict: Verdict, ledger: Sequence[Event]) -> str:
             + ("".join(sections) or "<p>None: every job kept the contract.</p>") + "</section>",
             _run_section(page, shown), _jobs_section(page, order, len(verdict.jobs))]
     tail = ["<aside id='details' hidden><button id='details-close' type='button'>close</button>"
-            "<b id='details-title'></b><div id='details-token'></div><div id='details-also'></div><pre id='event-json'></pre></aside>",
+            "<b id='details-title'></b><div id='details-token'></div><div id='details-also'></div>"
+            "<pre id='event-json'></pre></aside>",
             f"<script type='application/json' id='chaos-events'>{_events_json(page)}</script>",
             f"<script>{SCRIPT}</script></body></html>"]
     return "".join(head + body + tail)
@@ -285,7 +288,7 @@ def _violation_section(page: svg.Page, violation: Violation, anchor: str) -> str
         parts.append("<h4>Proof</h4><ol class='premises'>" + "".join(_premise(page, p) for p in violation.proof)
                      + "</ol>")
         if violation.conclusion:
-            parts.append(f"<p class='conclusion'><b>So</b> {esc(violation.conclusion)}</p>")
+            parts.append(f"<p class='conclusion'>{esc(violation.conclusion)}</p>")
         parts.append(f"<details class='history'><summary>The whole history, in words ({len(items)} steps)</summary>"
                      f"{history}</details></section>")
     else:
@@ -296,10 +299,9 @@ def _violation_section(page: svg.Page, violation: Violation, anchor: str) -> str
 def _premise(page: svg.Page, premise: Premise) -> str:
     """A premise of a proof: selecting it selects its event's marks; a derived one (no event) is marked."""
     event = page.run.by_seq.get(premise.seq) if premise.seq is not None else None
-    at = f" <span class='at'>+{premise.t:.3f} s</span>" if premise.t is not None else ""
     if event is None:
-        return f"<li class='derived' title='derived from the events around it'>{esc(premise.says)}{at}"
-    return f"<li{page.seq(event)}>{esc(premise.says)}{at} <span class='seq'>#{event.seq}</span>"
+        return f"<li class='derived' title='derived from the events around it'>{esc(premise.says)}"
+    return f"<li{page.seq(event)}>{esc(premise.says)} <span class='seq'>#{event.seq}</span>"
 
 
 def _stuck(run: Run, job: str, outcome: str) -> tuple[float, str] | None:
