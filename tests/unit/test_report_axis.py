@@ -116,8 +116,9 @@ def test_a_violation_shows_its_minimal_proof_first_and_folds_its_history() -> No
     assert f"<li data-seq='{claim.seq}'>w1 claimed b" in premises and "<li class='derived'" in premises
     assert "<p class='conclusion'>so nothing recovered b</p>" in section
     assert section.index("</ol>") < section.index("<details class='history'>") < section.index("<ol class='proof'>")
-    # Without a proof (a checker that gives none), the witness in words is shown as before.
-    plain = timeline.render(verdict, h.events)
+    # Without a proof (a rule that gives none), the witness in words is shown as before.
+    bare = replace(verdict.violations[0], proof=(), conclusion="")
+    plain = timeline.render(replace(verdict, violations=[bare]), h.events)
     assert "<ol class='premises'>" not in plain and "<h4>Witness, in words</h4><ol class='proof'>" in plain
 
 
