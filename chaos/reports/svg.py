@@ -115,18 +115,19 @@ def warp(frame: Frame, times: Iterable[float]) -> Frame:
     return Frame(frame.t0, frame.t1, (times_, xs), chosen)
 
 
-def times_of(run: Run, spans: Iterable[Span], bands: bool = True) -> list[float]:
-    """The times a drawing marks: its spans' ends and events, the faults, process, server and queue events,
-    and the end of the run; the stretches between them are what `warp` may collapse."""
-    out = [run.end]
+def times_of(run: Run, spans: Iterable[Span], lanes: Iterable[Lane]) -> list[float]:
+    """The times a drawing of `lanes` marks: its spans' ends and events, the faults, the server's events
+    (with a server lane), the process events of its worker lanes, its queue lanes' records, and the end
+    of the run; the stretches between them are what `warp` may collapse."""
+    out = [run.end] + [t for band in run.bands for t in (band.start, band.until())]
     for span in spans:
         out += [span.start, span.until(run.end)] + [m.mono for m in span.marks]
-    if bands:
-        for band in run.bands:
-            out += [band.start, band.until()]
-    out += [e.mono for e in run.server]
-    out += [e.mono for evs in run.processes.values() for e in evs]
-    out += [e.mono for evs in run.queue.values() for e in evs]
+    for lane in lanes:
+        if lane.kind == SERVER:
+            out += [e.mono for e in run.server]
+        elif lane.kind == "worker":
+            out += [e.mono for e in run.processes.get(lane.name, [])]
+        out += [e.mono for e in lane.events]
     return out
 
 

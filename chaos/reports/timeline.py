@@ -272,8 +272,8 @@ def _violation_section(page: svg.Page, violation: Violation, anchor: str) -> str
             for lane in lanes:
                 if lane.name == owner:
                     lane.tails.append(stuck)
-        times = svg.times_of(run, spans) + [e.mono for lane in lanes for e in lane.events]
-        parts.append(_views(lambda f: svg.draw(page, f, lanes, css="job-timeline"), frame, times))
+        parts.append(_views(lambda f: svg.draw(page, f, lanes, css="job-timeline"), frame,
+                            svg.times_of(run, spans, lanes)))
     items = []
     for seq, text in proof.abridged(proof.in_words(violation.witness, job, run.lease, run.journal)):
         if seq == proof.GAP:
@@ -358,7 +358,7 @@ def _run_section(page: svg.Page, violations: Sequence[Violation]) -> str:
     home = _focus(page, violations) or (run.origin, run.end)
     frame = svg.run_frame(run)
     drawn = run.spans if marked is None else [s for s in run.spans if s in marked]
-    times = svg.times_of(run, drawn) + [s.start for s in run.spans] + [s.until(run.end) for s in run.spans]
+    times = svg.times_of(run, drawn, lanes) + [t for s in run.spans for t in (s.start, s.until(run.end))]
     views = _views(lambda f: svg.draw(page, f, lanes, css="lanes", spans_one_by_one=one_by_one, marked=marked,
                                       every_deadline=marked is None, home=home), frame, times)
     controls = ("<div class='controls'><button type='button' data-zoom='in'>zoom in</button>"
@@ -386,7 +386,7 @@ def _jobs_section(page: svg.Page, order: list[str], total: int) -> str:
         lanes.append(lane)
     spans = [span for job in order for span in run.by_job.get(job, [])]
     drawing = (_views(lambda f: svg.draw(page, f, lanes, css="jobs", bands_over="all", every_deadline=False),
-                      svg.run_frame(run), svg.times_of(run, spans)) if lanes else "<p>No jobs.</p>")
+                      svg.run_frame(run), svg.times_of(run, spans, lanes)) if lanes else "<p>No jobs.</p>")
     more = (f"<p class='note'>{total - len(order):,} more jobs are not drawn as rows (their executions are in the "
             "worker lanes above); verdict.json lists every job's outcome.</p>" if total > len(order) else "")
     return f"<section id='jobs'><h2>Jobs</h2>{drawing}{more}</section>"
