@@ -115,13 +115,20 @@ def warp(frame: Frame, times: Iterable[float]) -> Frame:
     return Frame(frame.t0, frame.t1, (times_, xs), chosen)
 
 
+def _dues(run: Run, span: Span) -> list[float]:
+    """The span's lease deadlines (none without a lease or a claim)."""
+    if run.lease is None or not span.marks or span.marks[0].kind != events.PROBE_CLAIM:
+        return []
+    return [due for due, _ in lease_deadlines(span, run.lease, run.end, run.extensions(span.worker))]
+
+
 def times_of(run: Run, spans: Iterable[Span], lanes: Iterable[Lane]) -> list[float]:
     """The times a drawing of `lanes` marks: its spans' ends and events, the faults, the server's events
     (with a server lane), the process events of its worker lanes, its queue lanes' records, and the end
     of the run; the stretches between them are what `warp` may collapse."""
     out = [run.end] + [t for band in run.bands for t in (band.start, band.until())]
     for span in spans:
-        out += [span.start, span.until(run.end)] + [m.mono for m in span.marks]
+        out += [span.start, span.until(run.end)] + [m.mono for m in span.marks] + _dues(run, span)
     for lane in lanes:
         if lane.kind == SERVER:
             out += [e.mono for e in run.server]
@@ -137,12 +144,13 @@ def run_frame(run: Run) -> Frame:
 
 
 def job_frame(run: Run, job: str) -> Frame:
-    """The job's life: its executions (an open one to the end of the run), else its events, and the faults
-    over them, with a margin."""
+    """The job's life: its executions (an open one to the end of the run) and their lease deadlines, else
+    its events, and the faults over them, with a margin."""
     spans = run.by_job.get(job, [])
-    if spans:
+    if spans:  # with each lease deadline: a proof of a lease rule points at one
         t0 = min(s.start for s in spans)
-        t1 = max(max([s.until(run.end)] + [m.mono for m in s.marks]) for s in spans)
+        t1 = max(max([s.until(run.end)] + [m.mono for m in s.marks] + [min(d, run.end) for d in _dues(run, s)])
+                 for s in spans)
     else:
         t0, t1 = run.job_times.get(job, (run.origin, run.end))
     for band in run.bands:
