@@ -13,6 +13,7 @@ from typing import Any
 
 from chaos import events
 from chaos.check import control_answers
+from chaos.check.labels import Labels, of_ledger
 from chaos.events import Event
 from chaos.faults import fault_kind
 
@@ -90,6 +91,9 @@ class Run:
     job_times: dict[str, tuple[float, float]] = field(default_factory=dict)
     by_seq: dict[int, Event] = field(default_factory=dict)
     beats: dict[str, list[float]] | None = None  # lease_scope = worker: each worker's accepted heartbeats
+    queue: dict[str, list[Event]] = field(default_factory=dict)  # the queue's own record, by the worker it names
+    labels: dict[Span, str] = field(default_factory=dict)  # each execution's label (w1#2), chaos.check.labels
+    names: Labels = field(default_factory=Labels)  # the same, for any event naming an execution
 
     def extensions(self, worker: str) -> list[float] | None:
         """Under lease_scope = worker, the worker's accepted heartbeats (each extends all it holds)."""
@@ -129,7 +133,9 @@ def build_run(ledger: Sequence[Event], lease: float | None, worker_leases: bool)
         if job is not None:
             first_last = job_times.get(job)
             job_times[job] = (event.mono, event.mono) if first_last is None else (first_last[0], event.mono)
-            if kind in PROBES and worker is not None:
+            if kind in events.QUEUE_KINDS:
+                run.queue.setdefault(worker or "?", []).append(event)
+            elif kind in PROBES and worker is not None:
                 token = event.data.get("token")
                 key = (job, token if isinstance(token, str) else None)
                 held = open_by_worker.setdefault(worker, {})
@@ -189,8 +195,12 @@ def build_run(ledger: Sequence[Event], lease: float | None, worker_leases: bool)
             run.end, run.end_event = event.mono, event
     for band in healing.values():
         band.end = run.end
+    known = run.names = of_ledger(ledger)
     for span in run.spans:
         run.by_job.setdefault(span.job, []).append(span)
+        label = known.of(span.job, span.worker, span.token)
+        if label is not None:
+            run.labels[span] = label
     run.workers = sorted(seen, key=natural_key)
     return run
 

@@ -1,10 +1,23 @@
-"""The SVG timelines of report.html: lanes (the nemesis, the server, a worker or a job each) on one time
-axis, with each execution a span, its events as marks (hover for the event, click for its JSON) and each
-fault a shaded band. Drawn as text, one element per mark, so the page needs nothing fetched or run to
-show it; big runs merge the spans they cannot draw one by one per pixel."""
+"""The SVG timelines of report.html: lanes (the nemesis, the server, a worker or a job each, and under a
+worker the queue's own record of it) on one time axis, with each execution a span, its events as marks
+(hover for the event, click for its JSON) and each fault a shaded band. Drawn as text, one element per
+mark, so the page needs nothing fetched or run to show it; big runs merge the spans they cannot draw one
+by one per pixel.
+
+The time axis is warped by collapsing idle stretches into marked breaks (`warp`), not by Porcupine's
+monotone warp with a minimum gap between distinct events. A run's events come in bursts (server boot,
+then a fault and its recovery within a few hundred milliseconds, then the wait for the end): collapsing
+only the stretches in which nothing happened keeps every other stretch linear, so distances inside a
+burst (a lease's length, how long after a stop an ack came) still read true against the ticks, and each
+break says how much time it hides. A minimum-gap warp would make every neighbouring pair of events look
+equally far apart, which is exactly what a lease proof must not do. Ticks are placed through the warp
+and labelled with real times, per linear stretch. Marks closer than FAN_PX in one lane row fan out
+vertically, so coincident events stay one click each.
+"""
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Iterable
@@ -18,6 +31,13 @@ from chaos.reports.run_model import NEMESIS, SERVER, Band, Run, Span, lease_dead
 
 WIDTH, LEFT, RIGHT = 1200, 132, 36
 ROW, PAD, AXIS = 20, 4, 24  # effects in a row's upper half, acks and abandons in its lower half
+BREAK_SHARE = 0.05  # an idle stretch longer than this share of the time drawn linearly becomes a break
+BREAK_PX = 16  # a break's width
+BREAK_RATIO = 8.0  # and longer than this many times the first quartile of the stretches between times drawn
+MAX_BREAKS = 12
+FAN_PX = 4.0  # point marks of one lane row closer than this fan out vertically
+FAN = (0.0, -4.0, 4.0, -8.0, 8.0)  # the offsets of the first, second, ... mark at one place
+QROW = 14  # the height of a queue lane's row
 QUIET = frozenset(("clock", "sent", "pid", "argv", "create_time", "log_tail"))  # left out of titles (JSON has them)
 ENDINGS = {  # how a span ended -> words for its title
     "ack": "its ack was accepted", "ack-rejected": "its ack was rejected", "ack-unknown": "its ack (outcome unknown)",
@@ -28,20 +48,94 @@ ENDINGS = {  # how a span ended -> words for its title
 
 @dataclass
 class Frame:
-    """A time window drawn across [LEFT, WIDTH - RIGHT]."""
+    """A time window drawn across [LEFT, WIDTH - RIGHT]: linear, or warped through `knots` (times and their
+    x, piecewise linear), with `breaks` the idle stretches each drawn BREAK_PX wide."""
 
     t0: float
     t1: float
+    knots: tuple[list[float], list[float]] | None = None
+    breaks: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def scale(self) -> float:
         return (WIDTH - LEFT - RIGHT) / max(self.t1 - self.t0, 1e-6)
 
     def x(self, mono: float) -> float:
-        return LEFT + (min(max(mono, self.t0), self.t1) - self.t0) * self.scale
+        t = min(max(mono, self.t0), self.t1)
+        if self.knots is None:
+            return LEFT + (t - self.t0) * self.scale
+        times, xs = self.knots
+        i = min(max(bisect.bisect_right(times, t), 1), len(times) - 1)
+        a, b = times[i - 1], times[i]
+        return xs[i - 1] if b <= a else xs[i - 1] + (t - a) * (xs[i] - xs[i - 1]) / (b - a)
 
     def shows(self, start: float, end: float) -> bool:
         return end >= self.t0 and start <= self.t1
+
+    def stretches(self) -> list[tuple[float, float]]:
+        """The linear stretches between the breaks."""
+        out, at = [], self.t0
+        for a, b in self.breaks:
+            if a > at:
+                out.append((at, a))
+            at = b
+        if self.t1 > at:
+            out.append((at, self.t1))
+        return out
+
+
+def warp(frame: Frame, times: Iterable[float]) -> Frame:
+    """The frame with its idle stretches collapsed into breaks, or the frame itself when it has none. A
+    stretch with no time of `times` inside it is idle when it is longer than BREAK_RATIO times the first
+    quartile of the stretches (events evenly spread over a run have no idle stretch) and than BREAK_SHARE
+    of the time still drawn linearly once the longer ones are collapsed (so a short wait beside a burst
+    is collapsed too); at most MAX_BREAKS, the longest."""
+    inside = sorted({t for t in times if frame.t0 < t < frame.t1} | {frame.t0, frame.t1})
+    gaps = list(zip(inside, inside[1:], strict=False))
+    lengths = sorted(b - a for a, b in gaps)
+    total = frame.t1 - frame.t0
+    least = BREAK_RATIO * lengths[len(lengths) // 4] if lengths else total
+    chosen: list[tuple[float, float]] = []
+    for a, b in sorted(gaps, key=lambda g: g[0] - g[1])[:MAX_BREAKS]:  # longest first: each lowers the bar
+        if b - a <= max(least, BREAK_SHARE * (total - sum(d - c for c, d in chosen))):
+            break
+        chosen.append((a, b))
+    chosen.sort()
+    if not chosen:
+        return frame
+    scale = (WIDTH - LEFT - RIGHT - BREAK_PX * len(chosen)) / max(total - sum(b - a for a, b in chosen), 1e-6)
+    times_, xs, at, x = [frame.t0], [float(LEFT)], frame.t0, float(LEFT)
+    for a, b in chosen:
+        x += (a - at) * scale
+        times_ += [a, b]
+        xs += [x, x + BREAK_PX]
+        x, at = x + BREAK_PX, b
+    times_.append(frame.t1)
+    xs.append(x + (frame.t1 - at) * scale)
+    return Frame(frame.t0, frame.t1, (times_, xs), chosen)
+
+
+def _dues(run: Run, span: Span) -> list[float]:
+    """The span's lease deadlines (none without a lease or a claim)."""
+    if run.lease is None or not span.marks or span.marks[0].kind != events.PROBE_CLAIM:
+        return []
+    return [due for due, _ in lease_deadlines(span, run.lease, run.end, run.extensions(span.worker))]
+
+
+def times_of(run: Run, spans: Iterable[Span], lanes: Iterable[Lane]) -> list[float]:
+    """The times a drawing of `lanes` marks: its spans' ends and events, the faults, the server's events
+    (with a server lane), the process events of its worker lanes, its queue lanes' records, and the end
+    of the run; the stretches between them are what `warp` may collapse."""
+    out = [run.end] + [t for band in run.bands for t in (band.start, band.until())]
+    for span in spans:
+        out += [span.start, span.until(run.end)] + [m.mono for m in span.marks] + _dues(run, span)
+    for lane in lanes:
+        if lane.kind == SERVER:
+            out += [e.mono for e in run.server]
+        elif lane.kind == "worker":
+            out += [e.mono for e in run.processes.get(lane.name, [])]
+        out += [e.mono for e in lane.events]
+    return out
 
 
 def run_frame(run: Run) -> Frame:
@@ -50,12 +144,13 @@ def run_frame(run: Run) -> Frame:
 
 
 def job_frame(run: Run, job: str) -> Frame:
-    """The job's life: its executions (an open one to the end of the run), else its events, and the faults
-    over them, with a margin."""
+    """The job's life: its executions (an open one to the end of the run) and their lease deadlines, else
+    its events, and the faults over them, with a margin."""
     spans = run.by_job.get(job, [])
-    if spans:
+    if spans:  # with each lease deadline: a proof of a lease rule points at one
         t0 = min(s.start for s in spans)
-        t1 = max(max([s.until(run.end)] + [m.mono for m in s.marks]) for s in spans)
+        t1 = max(max([s.until(run.end)] + [m.mono for m in s.marks] + [min(d, run.end) for d in _dues(run, s)])
+                 for s in spans)
     else:
         t0, t1 = run.job_times.get(job, (run.origin, run.end))
     for band in run.bands:
@@ -81,8 +176,9 @@ class Page:
         return f" data-seq='{event.seq}'"
 
     def title(self, event: Event) -> str:
-        """The event in one line, shown on hover."""
-        return f"<title>{esc(_describe(event, self.run.origin))}</title>"
+        """The event in one line, shown on hover, with the label of the execution it belongs to."""
+        label = self.run.names.of_event(event)
+        return f"<title>{esc(_describe(event, self.run.origin))}{esc(f' [{label}]' if label else '')}</title>"
 
 
 @dataclass
@@ -96,7 +192,16 @@ class Lane:
     rows: list[int] = field(default_factory=list)  # each span's row within the lane
     height: int = ROW + 2 * PAD
     y: int = 0
-    tail: tuple[float, str] | None = None  # a stuck job: still held by the queue from then to the end of the run
+    tails: list[tuple[float, str]] = field(default_factory=list)  # stuck jobs: held by the queue from then on
+    events: list[Event] = field(default_factory=list)  # a queue lane's records
+    placed: dict[float, list[float]] = field(default_factory=dict)  # a row's point marks' x, to fan them out
+
+    def fan(self, y: float, x: float) -> float:
+        """The vertical offset of a point mark at (x, y): 0 for the first there, then up and down in turn."""
+        near = self.placed.setdefault(y, [])
+        n = sum(1 for other in near if abs(other - x) < FAN_PX)
+        near.append(x)
+        return FAN[n % len(FAN)]
 
     def stack(self, run_end: float) -> None:
         """Rows for spans that overlap in time (interval partitioning), and the height that holds them."""
@@ -115,8 +220,10 @@ class Lane:
         self.height = max(count, 1) * ROW + 2 * PAD
 
 
-def worker_lanes(run: Run, spans: Iterable[Span], names: Iterable[str]) -> list[Lane]:
-    """The nemesis and server lanes, then one lane per worker holding its spans (stacked when they overlap)."""
+def worker_lanes(run: Run, spans: Iterable[Span], names: Iterable[str], job: str | None = None) -> list[Lane]:
+    """The nemesis and server lanes, then one lane per worker holding its spans (stacked when they overlap),
+    each followed by a thin lane of the queue's own record of that worker (`job`: of that job only), when
+    the run has one."""
     by_worker: dict[str, list[Span]] = {name: [] for name in names}
     for span in spans:
         by_worker.setdefault(span.worker, []).append(span)
@@ -127,6 +234,9 @@ def worker_lanes(run: Run, spans: Iterable[Span], names: Iterable[str]) -> list[
         lane = Lane(name, name if role == "worker" else f"{name} ({role})", "worker", by_worker[name])
         lane.stack(run.end)
         lanes.append(lane)
+        records = [e for e in run.queue.get(name, []) if job is None or e.job == job]
+        if records:
+            lanes.append(Lane(f"{name} · queue", f"{name} · queue", "queue", height=QROW + 2, events=records))
     return lanes
 
 
@@ -139,57 +249,89 @@ def _describe(event: Event, origin: float) -> str:
 
 
 def _axis(frame: Frame, height: int, origin: float) -> list[str]:
-    """Labelled ticks (+0.0s ...) at a round step, with grid lines through every lane."""
-    span = frame.t1 - frame.t0
-    raw = span / 10 if span > 0 else 1.0
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    decimals = max(0, min(4, -math.floor(math.log10(step))))
-    first = math.ceil((frame.t0 - origin) / step - 1e-9)
+    """Labelled ticks (+0.0s ...) true to the clock: in each linear stretch at a round step about 90 px
+    apart, placed through the warp; grid lines through every lane; each break shaded, with what it hides."""
     out = []
-    tick = first
-    while origin + tick * step <= frame.t1 + 1e-9:
-        x = frame.x(origin + tick * step)
-        out.append(f"<line class='grid' x1='{x:.1f}' x2='{x:.1f}' y1='{AXIS - 6}' y2='{height}'/>"
-                   f"<text class='tick' x='{x:.1f}' y='{AXIS - 9}' text-anchor='middle'>"
-                   f"+{tick * step:.{decimals}f}s</text>")
-        tick += 1
+    last_x = -1e9
+    for a, b in frame.stretches():
+        width = frame.x(b) - frame.x(a)
+        if width < 60:  # a sliver between two breaks: the breaks' titles say where it is
+            continue
+        raw = max((b - a) * 90 / width, 0.001)  # labels in milliseconds at most
+        power = 10 ** math.floor(math.log10(raw))
+        step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+        decimals = max(0, min(3, -math.floor(math.log10(step))))
+        tick = math.ceil((a - origin) / step - 1e-9)
+        while origin + tick * step <= b + 1e-9:
+            x = frame.x(origin + tick * step)
+            if x - last_x >= 56:
+                out.append(f"<line class='grid' x1='{x:.1f}' x2='{x:.1f}' y1='{AXIS - 6}' y2='{height}'/>"
+                           f"<text class='tick' x='{x:.1f}' y='{AXIS - 9}' text-anchor='middle' data-x='{x:.1f}'>"
+                           f"+{tick * step:.{decimals}f}s</text>")
+                last_x = x
+            tick += 1
+    for a, b in frame.breaks:
+        x0, x1 = frame.x(a), frame.x(b)
+        out.append(f"<g class='brk'><rect x='{x0:.1f}' y='{AXIS - 6}' width='{x1 - x0:.1f}' "
+                   f"height='{height - AXIS + 6}'/>"
+                   f"<path d='M{x0 + 2:.1f},{AXIS + 1}l4,-9M{x1 - 6:.1f},{AXIS + 1}l4,-9'/>"
+                   f"<title>{b - a:.3f} s with no event (+{a - origin:.3f}s to +{b - origin:.3f}s), collapsed to "
+                   f"{BREAK_PX} px</title></g>")
     return out
 
 
 def draw(page: Page, frame: Frame, lanes: list[Lane], *, css: str, spans_one_by_one: set[Span] | None = None,
          marked: set[Span] | None = None, bands_over: Literal["lanes", "all"] = "lanes",
-         every_deadline: bool = True) -> str:
+         every_deadline: bool = True, home: tuple[float, float] | None = None) -> str:
     """Lanes on one time axis. `spans_one_by_one`: the spans drawn as their own element (None: all of them;
     the others are merged per pixel); `marked`: the spans whose event marks are drawn (None: every one).
     `bands_over`: "lanes" shades each lane a fault hit, "all" the whole height (job rows); `every_deadline`:
-    draw each lease deadline, else only those that passed while held and the last."""
+    draw each lease deadline, else only those that passed while held and the last. `home`: the drawing can
+    be zoomed and panned (the page's script): its lanes go into an inner <svg class='plot'> whose viewBox
+    opens on the times [home[0], home[1]], the lane labels stay put beside it."""
     run = page.run
     y = AXIS
     for lane in lanes:
         lane.y, y = y, y + lane.height
+        lane.placed = {}
     height = y + 18
     out = [f"<svg class='timeline {css}' xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' height='{height}' "
            f"viewBox='0 0 {WIDTH} {height}'>"]
+    labels = []
+    for lane in lanes:
+        label_css = " viol" if lane.kind == "job" and lane.name in page.violating else ""
+        label_css += " q" if lane.kind == "queue" else ""
+        labels.append(f"<text class='lane-label{label_css}' x='4' data-lane='{esc(lane.name)}' "
+                      f"y='{lane.y + min(lane.height, 2 * ROW) / 2 + 4:.0f}'>{esc(lane.label)}</text>")
+    if home is not None:
+        x0 = max(float(LEFT), frame.x(home[0]) - 12)
+        x1 = min(float(WIDTH), frame.x(home[1]) + 12)
+        out += labels
+        out.append(f"<svg class='plot' x='{LEFT}' y='0' width='{WIDTH - LEFT}' height='{height}' "
+                   f"viewBox='{x0:.1f} 0 {x1 - x0:.1f} {height}' preserveAspectRatio='none' "
+                   f"data-full='{LEFT} {WIDTH - LEFT}' data-home='{x0:.1f} {x1 - x0:.1f}'>"
+                   f"<rect class='plot-bg' x='{LEFT}' y='0' width='{WIDTH - LEFT}' height='{height}'/>")
     out += _axis(frame, y, run.origin)
     others = [lane.name for lane in lanes if lane.kind != NEMESIS]
     bands = [band for band in run.bands if any(band.hits(name) for name in others)] if bands_over == "lanes" else []
     for lane in lanes:
-        out.append(f"<g class='lane {lane.kind}' data-lane='{esc(lane.name)}'>"
-                   f"<rect class='lane-bg' x='{LEFT}' y='{lane.y}' width='{WIDTH - LEFT - RIGHT}' "
-                   f"height='{lane.height}'/>")
-        label_css = " viol" if lane.kind == "job" and lane.name in page.violating else ""
-        out.append(f"<text class='lane-label{label_css}' x='4' y='{lane.y + min(lane.height, 2 * ROW) / 2 + 4:.0f}'>"
-                   f"{esc(lane.label)}</text>")
+        out.append(f"<g class='lane {lane.kind}' data-lane='{esc(lane.name)}' data-y='{lane.y}' "
+                   f"data-h='{lane.height}'><rect class='lane-bg' x='{LEFT}' y='{lane.y}' "
+                   f"width='{WIDTH - LEFT - RIGHT}' height='{lane.height}'/>")
+        if home is None:
+            out.append(labels.pop(0))
         if bands:
             out += _bands(page, frame, lane, bands)
         if lane.kind == SERVER:
             out += _server(page, frame, lane)
+        if lane.kind == "queue":
+            out += _queue(page, frame, lane)
         out += _processes(page, frame, lane)
-        if lane.tail is not None and frame.shows(lane.tail[0], run.end):
-            mid = lane.y + lane.height / 2
-            out.append(f"<line class='stuck' x1='{frame.x(lane.tail[0]):.1f}' x2='{frame.x(run.end):.1f}' "
-                       f"y1='{mid:.1f}' y2='{mid:.1f}'><title>{esc(lane.tail[1])}</title></line>")
+        for since, words in lane.tails:
+            if frame.shows(since, run.end):
+                mid = lane.y + lane.height / 2
+                out.append(f"<line class='stuck' x1='{frame.x(since):.1f}' x2='{frame.x(run.end):.1f}' "
+                           f"y1='{mid:.1f}' y2='{mid:.1f}'><title>{esc(words)}</title></line>")
         out += _spans(page, frame, lane, spans_one_by_one, marked, every_deadline)
         out.append("</g>")
     if bands_over == "all":
@@ -198,11 +340,30 @@ def draw(page: Page, frame: Frame, lanes: list[Lane], *, css: str, spans_one_by_
         x = frame.x(run.end)
         seq = page.seq(run.end_event) if run.end_event is not None else ""
         out.append(f"<g class='end'{seq}><line class='end-line' x1='{x:.1f}' x2='{x:.1f}' y1='{AXIS - 4}' "
-                   f"y2='{y + 4}'/><text class='end-label' x='{x - 2:.1f}' y='{y + 15}' text-anchor='end'>"
-                   f"end of run +{run.rel(run.end):.3f}s</text><title>the end of the run, "
+                   f"y2='{y + 4}'/><text class='end-label' x='{x - 2:.1f}' y='{y + 15}' text-anchor='end' "
+                   f"data-x='{x - 2:.1f}'>end of run +{run.rel(run.end):.3f}s</text><title>the end of the run, "
                    f"+{run.rel(run.end):.3f}s</title></g>")
-    out.append("</svg>")
+    out.append("</svg></svg>" if home is not None else "</svg>")
     return "".join(out)
+
+
+def _queue(page: Page, frame: Frame, lane: Lane) -> list[str]:
+    """The queue's own record of one worker: its claims, completions, releases and failures, as committed."""
+    out = []
+    mid = lane.y + lane.height / 2
+    shapes = {events.QUEUE_CLAIM: "m{x:.1f},{y:.1f}m-1.5,-5h3v10h-3z",
+              events.QUEUE_COMPLETE: "m{x:.1f},{y:.1f}m0,-5l5,5l-5,5l-5,-5z",
+              events.QUEUE_RELEASE: "m{x:.1f},{y:.1f}m-4,-4l8,8m0,-8l-8,8",
+              events.QUEUE_FAIL: "m{x:.1f},{y:.1f}m-4,-4h8v8h-8z"}
+    for event in lane.events:
+        if not frame.t0 <= event.mono <= frame.t1:
+            continue
+        x = frame.x(event.mono)
+        shape = shapes.get(event.kind, shapes[events.QUEUE_FAIL]).format(x=x, y=mid + lane.fan(mid, x))
+        css = event.kind.removeprefix(events.QUEUE_PREFIX)
+        out.append(f"<path class='m q-{css}' d='M0,0{shape}' data-x='{x:.1f}'{page.seq(event)}>"
+                   f"{page.title(event)}</path>")
+    return out
 
 
 def _bands(page: Page, frame: Frame, lane: Lane, bands: list[Band]) -> list[str]:
@@ -222,7 +383,8 @@ def _bands(page: Page, frame: Frame, lane: Lane, bands: list[Band]) -> list[str]
                  f"+{page.run.rel(band.start):.3f}s{healed}{lasting}</title>")
         out.append(_band_mark(page, band, x0, x1, lane.y, lane.y + lane.height, event, title))
         if lane.kind == NEMESIS and x0 >= free_from:
-            labels.append(f"<text class='band-label' x='{x0 + 3:.1f}' y='{lane.y + lane.height - 5}'>"
+            labels.append(f"<text class='band-label' x='{x0 + 3:.1f}' y='{lane.y + lane.height - 5}' "
+                          f"data-x='{x0 + 3:.1f}'>"
                           f"{esc(band.label())}</text>")
             free_from = x0 + 8 + 6.5 * len(band.label())
     return out + labels  # over every band
@@ -279,13 +441,13 @@ def _server(page: Page, frame: Frame, lane: Lane) -> list[str]:
             down = float(event.data.get("down_s") or 0.0)
             x0 = frame.x(event.mono - down)
             out.append(f"<rect class='down' x='{x0:.1f}' y='{mid - 5:.1f}' width='{max(x - x0, 1):.1f}' height='10'/>")
-            out.append(f"<rect class='m srestart' x='{x - 2:.1f}' y='{lane.y + 2}' width='4' "
+            out.append(f"<rect class='m srestart' x='{x - 2:.1f}' y='{lane.y + 2}' width='4' data-x='{x:.1f}' "
                        f"height='{lane.height - 4}'{page.seq(event)}>{page.title(event)}</rect>")
         elif event.kind == events.BACKEND_START:
-            out.append(f"<path class='m sstart' d='M{x:.1f},{mid - 6:.1f}l8,6l-8,6z'{page.seq(event)}>"
+            out.append(f"<path class='m sstart' d='M{x:.1f},{mid - 6:.1f}l8,6l-8,6z' data-x='{x:.1f}'{page.seq(event)}>"
                        f"{page.title(event)}</path>")
         else:
-            out.append(f"<rect class='m sexit' x='{x - 2:.1f}' y='{mid - 6:.1f}' width='4' height='12'"
+            out.append(f"<rect class='m sexit' x='{x - 2:.1f}' y='{mid - 6:.1f}' width='4' height='12' data-x='{x:.1f}'"
                        f"{page.seq(event)}>{page.title(event)}</rect>")
     return out
 
@@ -300,11 +462,11 @@ def _processes(page: Page, frame: Frame, lane: Lane) -> list[str]:
             continue
         x = frame.x(event.mono)
         if event.kind == events.PROCESS_START:
-            out.append(f"<path class='m pstart' d='M{x:.1f},{lane.y + 1}l6,5l-6,5z'{page.seq(event)}>"
+            out.append(f"<path class='m pstart' d='M{x:.1f},{lane.y + 1}l6,5l-6,5z' data-x='{x:.1f}'{page.seq(event)}>"
                        f"{page.title(event)}</path>")
         else:
             killed = " killed" if event.data.get("signal") else ""
-            out.append(f"<rect class='m pexit{killed}' x='{x - 1.5:.1f}' y='{lane.y}' width='3' "
+            out.append(f"<rect class='m pexit{killed}' x='{x - 1.5:.1f}' y='{lane.y}' width='3' data-x='{x:.1f}' "
                        f"height='{lane.height}'{page.seq(event)}>{page.title(event)}</rect>")
     return out
 
@@ -328,12 +490,16 @@ def _spans(page: Page, frame: Frame, lane: Lane, one_by_one: set[Span] | None, m
         css = "e-" + span.how + (" viol" if span.job in page.violating else "")
         ended = ENDINGS.get(span.how, span.how)
         when = f" at +{run.rel(span.end):.3f}s" if span.end is not None else ""
-        token = f", token {short(span.token)}" if span.token else ""
+        token = f", token {span.token}" if span.token else ""
+        label = run.labels.get(span)
+        named = f"{span.worker} ({label})" if label else span.worker
         out.append(f"<rect class='span {css}' x='{x0:.1f}' y='{top + 1}' width='{max(x1 - x0, 1.5):.1f}' "
-                   f"height='{ROW - 2}'><title>{esc(span.job)}: {esc(span.worker)} held it from "
+                   f"height='{ROW - 2}'><title>{esc(span.job)}: {esc(named)} held it from "
                    f"+{run.rel(span.start):.3f}s; {ended}{when}{esc(token)}</title></rect>")
-        if lane.kind == "job":
-            out.append(f"<text class='who' x='{x0 + 2:.1f}' y='{top + ROW - 4}'>{esc(span.worker)}</text>")
+        text = label or span.worker
+        if lane.kind == "job" or (label and x1 - x0 >= 7 * len(label) + 14):
+            out.append(f"<text class='who' x='{x0 + 5:.1f}' y='{top + ROW - 4}' data-x='{x0 + 5:.1f}'>"
+                       f"{esc(text if lane.kind == 'job' else label)}</text>")
         drawn.append((span, top))
     for (row, odd), intervals in merged.items():
         intervals.sort()
@@ -351,11 +517,11 @@ def _spans(page: Page, frame: Frame, lane: Lane, one_by_one: set[Span] | None, m
                    f"spans of {esc(lane.name)} {what}, merged at this scale</title></path>")
     for span, top in drawn:
         if marked is None or span in marked:
-            out += _marks(page, frame, span, top, every_deadline)
+            out += _marks(page, frame, lane, span, top, every_deadline)
     return out
 
 
-def _marks(page: Page, frame: Frame, span: Span, top: int, every_deadline: bool) -> list[str]:
+def _marks(page: Page, frame: Frame, lane: Lane, span: Span, top: int, every_deadline: bool) -> list[str]:
     """A span's lease and its deadlines, its probes, and the exit or kill that ended it."""
     run, out = page.run, []
     upper, lower = top + 5.5, top + ROW - 6.5  # an effect and its ack a moment later do not cover each other
@@ -377,9 +543,10 @@ def _marks(page: Page, frame: Frame, span: Span, top: int, every_deadline: bool)
         if not frame.t0 <= event.mono <= frame.t1:
             continue
         x = frame.x(event.mono)
-        seq, title, kind = page.seq(event), page.title(event), event.kind
+        seq, title, kind = page.seq(event) + f" data-x='{x:.1f}'", page.title(event), event.kind
         if kind == events.PROBE_CLAIM:
-            out.append(f"<rect class='m claim' x='{x - 1.5:.1f}' y='{top}' width='3' height='{ROW}'{seq}>"
+            dy = lane.fan(top, x)
+            out.append(f"<rect class='m claim' x='{x - 1.5:.1f}' y='{top + dy:.1f}' width='3' height='{ROW}'{seq}>"
                        f"{title}</rect>")
         elif kind == events.PROBE_HEARTBEAT:
             failed = " failed" if not event.data.get("ok") else ""
@@ -387,20 +554,25 @@ def _marks(page: Page, frame: Frame, span: Span, top: int, every_deadline: bool)
                        f"y2='{top + ROW + (2 if failed else 0)}'{seq}>{title}</line>")
         elif kind == events.PROBE_EFFECT:
             refused = " refused" if event.data.get("accepted") is False else ""
-            out.append(f"<circle class='m effect{refused}' cx='{x:.1f}' cy='{upper:.1f}' r='4.5'{seq}>{title}</circle>")
+            dy = lane.fan(upper, x)
+            out.append(f"<circle class='m effect{refused}' cx='{x:.1f}' cy='{upper + dy:.1f}' r='4.5'{seq}>"
+                       f"{title}</circle>")
         elif kind == events.PROBE_ACK:
             ok = event.data.get("ok")
             how = "" if ok is True else " rejected" if ok is False else " unknown"
-            out.append(f"<path class='m ack{how}' d='M{x:.1f},{lower - 5:.1f}l5,5l-5,5l-5,-5z'{seq}>{title}</path>")
+            dy = lane.fan(lower, x)
+            out.append(f"<path class='m ack{how}' d='M{x:.1f},{lower - 5 + dy:.1f}l5,5l-5,5l-5,-5z'{seq}>"
+                       f"{title}</path>")
         elif kind == events.PROBE_ABANDON:
-            out.append(f"<path class='m abandon' d='M{x - 4:.1f},{lower - 4:.1f}l8,8m0,-8l-8,8'{seq}>{title}</path>")
+            dy = lane.fan(lower, x)
+            out.append(f"<path class='m abandon' d='M{x - 4:.1f},{lower - 4 + dy:.1f}l8,8m0,-8l-8,8'{seq}>"
+                       f"{title}</path>")
     closer = span.closer
     if closer is not None and closer.kind in (events.PROCESS_EXIT, events.FAULT_APPLIED):
         x = frame.x(closer.mono)
-        out.append(f"<path class='m abandon' d='M{x - 3:.1f},{top:.1f}v{ROW}'{page.seq(closer)}>"
-                   f"{page.title(closer)}</path>")
+        out.append(f"<path class='m abandon' d='M{x - 3:.1f},{top:.1f}v{ROW}' data-x='{x - 3:.1f}'"
+                   f"{page.seq(closer)}>{page.title(closer)}</path>")
     return out
-
 
 
 def legend() -> str:
@@ -426,6 +598,11 @@ def legend() -> str:
         ("<rect class='band' x='-8' y='-7' width='16' height='14'/>", "fault"),
         ("<rect class='pexit killed' x='-1.5' y='-7' width='3' height='14'/>", "worker killed"),
         ("<line class='stuck' x1='-8' x2='8' y1='0' y2='0'/>", "stuck: the queue held it to the end"),
+        ("<path class='q-claim' d='M-1.5,-5h3v10h-3z'/><path class='q-complete' d='M5,-5l4,5l-4,5l-4,-5z'/>",
+         "the queue's record: claim, completion"),
+        ("<path class='q-release' d='M-4,-4l8,8m0,-8l-8,8'/>", "release by the queue"),
+        ("<g class='brk'><rect x='-8' y='-7' width='16' height='14'/><path d='M-6,5l4,-9M2,5l4,-9'/></g>",
+         "idle time collapsed (hover: how long)"),
     ]
     return ("<p class='legend'>" + "".join(f"<span>{icon(body)} {label}</span>" for body, label in items)
             + "<br>Hover a mark for its event; click it for the whole event.</p>")

@@ -2,16 +2,22 @@
 glance, built from the verdict and the ledger alone.
 
 - the verdict, then tables (counts, faults, violations, anomalies, exits) with header rows;
-- violating jobs first: a section per violation, with that job's own timeline (zoomed to its life) and
-  its witness written out as a proof in words, one sentence per witness entry (`chaos.reports.proof`);
+- violating jobs first: a section per violation, with that job's own timeline (zoomed to its life), its
+  minimal proof (the premises the rule that fired used, then its conclusion), and its whole witness
+  written out in words behind a fold, one sentence per witness entry (`chaos.reports.proof`);
 - the run: one lane per worker, one for the nemesis (faults) and one for the server, on one time axis
-  (`chaos.reports.svg`, drawing the model of `chaos.reports.run_model`). Each execution is a span in the
-  lane of the worker that held it, with its lease deadlines, extensions, effects, acks and abandons;
-  faults are shaded bands over the lanes they hit, labelled; a span still open at the end reaches the
-  end-of-run mark;
+  (`chaos.reports.svg`, drawing the model of `chaos.reports.run_model`), and under a worker the queue's
+  own record of it when a target's observer wrote one. Each execution is a span in the lane of the worker
+  that held it, labelled (`w1#2`), with its lease deadlines, extensions, effects, acks and abandons;
+  faults are shaded bands over the lanes they hit, labelled; a span still open, and a stuck job's tail,
+  reach the end-of-run mark. It opens on the window holding every fault and violation, can be zoomed,
+  panned and filtered by lane;
 - a row per job (violating jobs, then the first MAX_JOBS others) on the same axis.
 
-Every mark has an SVG <title> (hover), and a click shows its event's whole JSON in a panel.
+Idle stretches are collapsed into marked breaks (`svg.warp`), with the linear axis one toggle away (both
+drawn; the page shows one). Every mark has an SVG <title> (hover); a click on a mark, a premise or a line
+of the witness selects that event everywhere (its marks on every chart, its lines in the proofs) until
+cleared, and shows its whole JSON in a panel.
 
 Big runs stay small and quick: the worker lanes draw every span, but at most SPAN_CAP of them one by one
 (violating jobs first, then spans that did not end in an accepted ack); the others are merged per pixel
@@ -21,9 +27,9 @@ into one path per lane row, and the event marks of at most MARKED_SPANS spans ar
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from chaos.check.verdict import Verdict, Violation
+from chaos.check.verdict import Premise, Verdict, Violation
 from chaos.check.violation_kinds import doc_anchor
 from chaos.events import Event
 from chaos.reports import box, proof, svg
@@ -67,29 +73,88 @@ ol.proof li.derived{color:#555;font-style:italic;list-style:circle}ol.proof li.g
 .end-label{fill:#000;font-weight:bold}.stuck{stroke:#c62828;stroke-width:3;stroke-dasharray:5,3}
 #details{position:fixed;right:12px;bottom:12px;width:520px;max-height:60vh;overflow:auto;background:#fff;
 border:1px solid #888;box-shadow:0 2px 12px rgba(0,0,0,.25);padding:8px 12px;z-index:9}
+#details-token{font:12px monospace;word-break:break-all}
 #details pre{font-size:12px;white-space:pre-wrap;word-break:break-all;margin:4px 0}
-#details-close{float:right}.legend svg{vertical-align:middle}.legend span{margin-right:14px;white-space:nowrap}
+#details-close{float:right}
+ol.premises{margin:4px 0;padding-left:28px}ol.premises li{cursor:pointer;margin:2px 0}
+ol.premises li:hover{background:#f5f5ff}ol.premises li.derived{font-style:italic;color:#555;cursor:default}
+ol.premises li.derived::after{content:' (derived)';font-size:11px;color:#888}.seq{color:#777;font-size:12px}
+p.conclusion{margin:4px 0 8px 8px;font-weight:bold;color:#b71c1c}details.history summary{cursor:pointer;color:#555}
+li.hl{background:#fff3a0!important;outline:1px solid #e0b800}
+.m.hl{stroke:#d500f9!important;stroke-width:3!important;paint-order:stroke}
+body.linear .view.warped,body:not(.linear) .view.linear{display:none}
+.controls{margin:4px 0;display:flex;gap:6px;align-items:center;flex-wrap:wrap}
+.plot-bg{fill:#fff}.plot *{vector-effect:non-scaling-stroke}svg.plot{cursor:grab}
+.brk rect{fill:#eee;fill-opacity:.8}.brk path{stroke:#777;stroke-width:1.5}
+.lane-label.q{fill:#666;font-size:10px}.queue .lane-bg{fill:#f7f4fb}
+.q-claim{fill:#1f5fa8}.q-complete{fill:#7b3fb0}.q-release{stroke:#e07000;stroke-width:2;fill:none}
+.q-fail{fill:#c62828}.legend svg{vertical-align:middle}.legend span{margin-right:14px;white-space:nowrap}
 """
 
 SCRIPT = """(function(){
 var data=JSON.parse(document.getElementById('chaos-events').textContent);
 var panel=document.getElementById('details'),pre=document.getElementById('event-json'),
-head=document.getElementById('details-title'),also=document.getElementById('details-also'),chosen=null;
+head=document.getElementById('details-title'),tok=document.getElementById('details-token'),also=document.getElementById('details-also'),picked=null,dragged=false;
 function show(seq,here){var e=data[seq];if(!e)return;
-head.textContent='#'+e.seq+' '+e.kind+' at +'+e.t.toFixed(3)+' s'+(e.worker?' ('+e.worker+')':'');
-pre.textContent=JSON.stringify(e,null,2);panel.hidden=false;also.textContent='';
+head.textContent='#'+e.seq+' '+e.kind+' at +'+e.t.toFixed(3)+' s'+(e.worker?' ('+e.worker+')':'')+
+(e.label?' '+e.label:'');pre.textContent=JSON.stringify(e,null,2);
+tok.textContent=e.data&&e.data.token?'token '+e.data.token:'';
+panel.hidden=false;also.textContent='';
 if(here.length>1){also.append(here.length+' events here: ');here.forEach(function(s){
 var b=document.createElement('button');b.type='button';b.setAttribute('data-pick',s);
 b.textContent='#'+s+' '+data[s].kind+(data[s].worker?' '+data[s].worker:'');b.disabled=s===seq;
-b.onclick=function(){show(s,here);};also.append(b,' ');});}}
+b.onclick=function(){select(s);show(s,here);};also.append(b,' ');});}}
+function clear(){document.querySelectorAll('.hl').forEach(function(e){e.classList.remove('hl');});picked=null;
+document.querySelectorAll('.clear-selection').forEach(function(b){b.hidden=true;});}
+function select(seq){clear();picked=seq;var lines=[];
+document.querySelectorAll('[data-seq="'+seq+'"]').forEach(function(e){e.classList.add('hl');
+if(e.tagName==='LI')lines.push(e);});
+if(!lines.some(function(li){return !li.closest('details');}))lines.forEach(function(li){
+var d=li.closest('details');if(d)d.open=true;});
+document.querySelectorAll('.clear-selection').forEach(function(b){b.hidden=false;});}
 document.addEventListener('click',function(ev){var t=ev.target;if(!(t instanceof Element))return;
+if(dragged){dragged=false;return;}
 if(t.id==='details-close'){panel.hidden=true;return;}if(t.closest('#details'))return;
-var el=t.closest('[data-seq]');if(!el)return;
-var here=[];document.elementsFromPoint(ev.clientX,ev.clientY).forEach(function(h){
+if(t.closest('.clear-selection')){clear();return;}
+if(t.closest('.axis-toggle')){var lin=document.body.classList.toggle('linear');
+document.querySelectorAll('.axis-toggle').forEach(function(b){
+b.textContent=lin?'time with breaks':'linear time';});return;}
+var z=t.closest('[data-zoom]');if(z){plots().forEach(function(p){p.zoom(z.getAttribute('data-zoom'));});return;}
+var el=t.closest('[data-seq]');if(!el)return;var seq=el.getAttribute('data-seq'),here=[];
+if(el.tagName!=='LI')document.elementsFromPoint(ev.clientX,ev.clientY).forEach(function(h){
 var s=h.getAttribute&&h.getAttribute('data-seq');if(s&&data[s]&&here.indexOf(s)<0)here.push(s);});
-var seq=el.getAttribute('data-seq');if(here.indexOf(seq)<0)here.unshift(seq);
-if(chosen)chosen.classList.remove('selected');chosen=el;el.classList.add('selected');show(seq,here);});
-document.addEventListener('keydown',function(ev){if(ev.key==='Escape')panel.hidden=true;});
+if(here.indexOf(seq)<0)here.unshift(seq);select(seq);show(seq,here);});
+document.addEventListener('keydown',function(ev){if(ev.key==='Escape'){panel.hidden=true;clear();}});
+function Plot(svg){var full=svg.getAttribute('data-full').split(' ').map(Number),
+home=svg.getAttribute('data-home').split(' ').map(Number),vb=home.slice(),H=svg.getAttribute('height'),
+pw=+svg.getAttribute('width'),marks=svg.querySelectorAll('[data-x]');
+function apply(){svg.setAttribute('viewBox',vb[0]+' 0 '+vb[1]+' '+H);var k=full[1]/vb[1];
+marks.forEach(function(e){var x=+e.getAttribute('data-x');
+e.setAttribute('transform',k===1?'':'translate('+x*(1-1/k)+',0) scale('+1/k+',1)');});}
+function set(x,w){w=Math.min(full[1],Math.max(w,full[1]/400));x=Math.max(full[0],Math.min(x,full[0]+full[1]-w));
+vb=[x,w];apply();}
+this.zoom=function(how){var c=vb[0]+vb[1]/2;if(how==='in')set(c-vb[1]/4,vb[1]/2);
+else if(how==='out')set(c-vb[1],vb[1]*2);else if(how==='all')set(full[0],full[1]);else set(home[0],home[1]);};
+svg.addEventListener('wheel',function(ev){if(!ev.ctrlKey&&!ev.metaKey)return;ev.preventDefault();
+var r=svg.getBoundingClientRect(),at=vb[0]+(ev.clientX-r.left)/r.width*vb[1],f=ev.deltaY>0?1.25:0.8;
+set(at-(at-vb[0])*f,vb[1]*f);},{passive:false});
+svg.addEventListener('mousedown',function(ev){if(ev.button!==0)return;var x0=ev.clientX,v0=vb[0],moved=false;
+function move(m){var dx=m.clientX-x0;if(Math.abs(dx)>3)moved=true;
+if(moved)set(v0-dx*vb[1]/svg.getBoundingClientRect().width,vb[1]);}
+function up(){document.removeEventListener('mousemove',move);document.removeEventListener('mouseup',up);
+if(moved)dragged=true;}
+document.addEventListener('mousemove',move);document.addEventListener('mouseup',up);});
+apply();}
+var made=[];document.querySelectorAll('svg.plot').forEach(function(s){made.push(new Plot(s));});
+function plots(){return made;}
+var filter=document.getElementById('lane-filter');
+if(filter)filter.addEventListener('input',function(){var q=filter.value.trim().toLowerCase();
+document.querySelectorAll('#run svg.timeline').forEach(function(svg){var y=null;
+svg.querySelectorAll('g.lane').forEach(function(g){var name=g.getAttribute('data-lane'),
+label=svg.querySelector('text.lane-label[data-lane="'+CSS.escape(name)+'"]'),
+keep=!q||name.toLowerCase().indexOf(q)>=0,top=+g.getAttribute('data-y');if(y===null)y=top;
+[g,label].forEach(function(e){if(!e)return;e.style.display=keep?'':'none';
+e.setAttribute('transform','translate(0,'+(y-top)+')');});if(keep)y+=+g.getAttribute('data-h');});});});
 })();"""
 
 DEFS = ("<defs><pattern id='open-hatch' width='6' height='6' patternUnits='userSpaceOnUse' "
@@ -129,9 +194,10 @@ def render(verdict: Verdict, ledger: Sequence[Event]) -> str:
     body = [_tables(verdict, anchors),
             "<section id='violations'><h2>Violating jobs</h2>"
             + ("".join(sections) or "<p>None: every job kept the contract.</p>") + "</section>",
-            _run_section(page), _jobs_section(page, order, len(verdict.jobs))]
+            _run_section(page, shown), _jobs_section(page, order, len(verdict.jobs))]
     tail = ["<aside id='details' hidden><button id='details-close' type='button'>close</button>"
-            "<b id='details-title'></b><div id='details-also'></div><pre id='event-json'></pre></aside>",
+            "<b id='details-title'></b><div id='details-token'></div><div id='details-also'></div>"
+            "<pre id='event-json'></pre></aside>",
             f"<script type='application/json' id='chaos-events'>{_events_json(page)}</script>",
             f"<script>{SCRIPT}</script></body></html>"]
     return "".join(head + body + tail)
@@ -174,9 +240,19 @@ def _tables(verdict: Verdict, anchors: dict[int, str]) -> str:
     return "".join(parts)
 
 
+def _views(draw: Callable[[svg.Frame], str], frame: svg.Frame, times: list[float]) -> str:
+    """The drawing on the warped axis (idle stretches collapsed) and, when that differs, on the linear one
+    too: the page shows one of the two (the axis toggle)."""
+    warped = svg.warp(frame, times)
+    if not warped.breaks:
+        return f"<div class='wide'>{draw(frame)}</div>"
+    return (f"<div class='wide view warped'>{draw(warped)}</div>"
+            f"<div class='wide view linear'>{draw(frame)}</div>")
+
+
 def _violation_section(page: svg.Page, violation: Violation, anchor: str) -> str:
-    """The violation, its job's own timeline (zoomed to its life, with the workers its witness names) and
-    its witness as a proof in words."""
+    """The violation, its job's own timeline (zoomed to its life, with the workers its witness names), its
+    minimal proof and its whole witness in words, folded."""
     run = page.run
     job = violation.job
     parts = [f"<section class='violation' id='{anchor}' data-job='{esc(job or '')}' "
@@ -188,15 +264,16 @@ def _violation_section(page: svg.Page, violation: Violation, anchor: str) -> str
         workers = {s.worker for s in spans} | {str(e["worker"]) for e in violation.witness
                                                 if e.get("worker") and e.get("worker") in run.roles}
         frame = svg.job_frame(run, job)
-        lanes = svg.worker_lanes(run, spans, workers)
+        lanes = svg.worker_lanes(run, spans, workers, job)
         stuck = _stuck(run, job, page.outcomes.get(job, ""))
         if stuck is not None:
             frame.t1 = run.end + max((run.end - frame.t0) * 0.04, 0.02)
             owner = max(spans, key=lambda s: s.start).worker if spans else NEMESIS
             for lane in lanes:
                 if lane.name == owner:
-                    lane.tail = stuck
-        parts.append(f"<div class='wide'>{svg.draw(page, frame, lanes, css='job-timeline')}</div>")
+                    lane.tails.append(stuck)
+        parts.append(_views(lambda f: svg.draw(page, f, lanes, css="job-timeline"), frame,
+                            svg.times_of(run, spans, lanes)))
     items = []
     for seq, text in proof.abridged(proof.in_words(violation.witness, job, run.lease, run.journal)):
         if seq == proof.GAP:
@@ -206,8 +283,25 @@ def _violation_section(page: svg.Page, violation: Violation, anchor: str) -> str
         else:
             event = run.by_seq.get(seq)
             items.append(f"<li{page.seq(event) if event is not None else ''}>{esc(text)}")
-    parts.append("<h4>Witness, in words</h4><ol class='proof'>" + "".join(items) + "</ol></section>")
+    history = "<ol class='proof'>" + "".join(items) + "</ol>"
+    if violation.proof:
+        parts.append("<h4>Proof</h4><ol class='premises'>" + "".join(_premise(page, p) for p in violation.proof)
+                     + "</ol>")
+        if violation.conclusion:
+            parts.append(f"<p class='conclusion'>{esc(violation.conclusion)}</p>")
+        parts.append(f"<details class='history'><summary>The whole history, in words ({len(items)} steps)</summary>"
+                     f"{history}</details></section>")
+    else:
+        parts.append(f"<h4>Witness, in words</h4>{history}</section>")
     return "".join(parts)
+
+
+def _premise(page: svg.Page, premise: Premise) -> str:
+    """A premise of a proof: selecting it selects its event's marks; a derived one (no event) is marked."""
+    event = page.run.by_seq.get(premise.seq) if premise.seq is not None else None
+    if event is None:
+        return f"<li class='derived' title='derived from the events around it'>{esc(premise.says)}"
+    return f"<li{page.seq(event)}>{esc(premise.says)} <span class='seq'>#{event.seq}</span>"
 
 
 def _stuck(run: Run, job: str, outcome: str) -> tuple[float, str] | None:
@@ -220,10 +314,33 @@ def _stuck(run: Run, job: str, outcome: str) -> tuple[float, str] | None:
     return since, f"{job} is stuck: the queue still held it at the end of the run"
 
 
-def _run_section(page: svg.Page) -> str:
-    """Every execution in its worker's lane; a big run's are merged per pixel past SPAN_CAP."""
+def _focus(page: svg.Page, violations: Sequence[Violation]) -> tuple[float, float] | None:
+    """The times the run view opens on: every fault, every violating job's executions and the events its
+    proof names, and the end of the run when a job was stuck (its tail reaches it); None: nothing to show."""
+    run = page.run
+    times = [t for band in run.bands for t in (band.start, band.until())]
+    for job in page.violating:
+        times += [t for span in run.by_job.get(job, []) for t in (span.start, span.until(run.end))]
+        if page.outcomes.get(job) == "stuck":
+            times.append(run.end)
+    for violation in violations:
+        times += [run.by_seq[p.seq].mono for p in violation.proof if p.seq is not None and p.seq in run.by_seq]
+    return (min(times), max(times)) if times else None
+
+
+def _run_section(page: svg.Page, violations: Sequence[Violation]) -> str:
+    """Every execution in its worker's lane, the queue's record under it; a big run's merged per pixel past
+    SPAN_CAP. Opens on the faults and violations; zoom, pan, reset, the axis toggle and a lane filter."""
     run = page.run
     lanes = svg.worker_lanes(run, run.spans, run.workers)
+    for job in sorted(page.violating, key=natural_key):
+        stuck = _stuck(run, job, page.outcomes.get(job, ""))
+        spans = run.by_job.get(job, [])
+        if stuck is not None and spans:
+            owner = max(spans, key=lambda s: s.start).worker
+            for lane in lanes:
+                if lane.name == owner:
+                    lane.tails.append(stuck)
     one_by_one: set[Span] | None = None
     marked: set[Span] | None = None
     notes = []
@@ -238,9 +355,21 @@ def _run_section(page: svg.Page) -> str:
     note = (f"<p class='note'>{len(run.spans):,} executions, every one in its worker's lane: "
             f"{'; '.join(notes)}. The job rows below and each violation's timeline draw every mark.</p>"
             if notes else "")
-    drawing = svg.draw(page, svg.run_frame(run), lanes, css="lanes", spans_one_by_one=one_by_one, marked=marked,
-                       every_deadline=marked is None)
-    return f"<section id='run'><h2>Run timeline</h2>{svg.legend()}{note}<div class='wide'>{drawing}</div></section>"
+    home = _focus(page, violations) or (run.origin, run.end)
+    frame = svg.run_frame(run)
+    drawn = run.spans if marked is None else [s for s in run.spans if s in marked]
+    times = svg.times_of(run, drawn, lanes) + [t for s in run.spans for t in (s.start, s.until(run.end))]
+    views = _views(lambda f: svg.draw(page, f, lanes, css="lanes", spans_one_by_one=one_by_one, marked=marked,
+                                      every_deadline=marked is None, home=home), frame, times)
+    controls = ("<div class='controls'><button type='button' data-zoom='in'>zoom in</button>"
+                "<button type='button' data-zoom='out'>zoom out</button>"
+                "<button type='button' data-zoom='home'>reset</button>"
+                "<button type='button' data-zoom='all'>whole run</button> "
+                "<button type='button' class='axis-toggle'>linear time</button> "
+                "<label>lanes: <input id='lane-filter' type='search' placeholder='w1, queue, …' size='14'></label> "
+                "<button type='button' class='clear-selection' hidden>clear selection (Esc)</button>"
+                "<span class='note'> Drag to pan, ctrl + wheel to zoom.</span></div>")
+    return (f"<section id='run'><h2>Run timeline</h2>{svg.legend()}{note}{controls}{views}</section>")
 
 
 def _jobs_section(page: svg.Page, order: list[str], total: int) -> str:
@@ -251,19 +380,24 @@ def _jobs_section(page: svg.Page, order: list[str], total: int) -> str:
         outcome = page.outcomes.get(job, "")
         lane = svg.Lane(job, f"{job} {outcome}".rstrip(), "job", run.by_job.get(job, []))
         lane.stack(run.end)
-        lane.tail = _stuck(run, job, outcome)
+        stuck = _stuck(run, job, outcome)
+        if stuck is not None:
+            lane.tails.append(stuck)
         lanes.append(lane)
-    drawing = (svg.draw(page, svg.run_frame(run), lanes, css="jobs", bands_over="all", every_deadline=False)
-               if lanes else "<p>No jobs.</p>")
+    spans = [span for job in order for span in run.by_job.get(job, [])]
+    drawing = (_views(lambda f: svg.draw(page, f, lanes, css="jobs", bands_over="all", every_deadline=False),
+                      svg.run_frame(run), svg.times_of(run, spans, lanes)) if lanes else "<p>No jobs.</p>")
     more = (f"<p class='note'>{total - len(order):,} more jobs are not drawn as rows (their executions are in the "
             "worker lanes above); verdict.json lists every job's outcome.</p>" if total > len(order) else "")
-    return f"<section id='jobs'><h2>Jobs</h2><div class='wide'>{drawing}</div>{more}</section>"
+    return f"<section id='jobs'><h2>Jobs</h2>{drawing}{more}</section>"
 
 
 def _events_json(page: svg.Page) -> str:
     """The events the page's marks name, for the click panel; safe inside a <script> element."""
+    names = page.run.names
     shown = {str(seq): {"seq": e.seq, "t": round(e.mono - page.run.origin, 6), "mono": e.mono, "wall": e.wall,
-                        "source": e.source, "kind": e.kind, "job": e.job, "worker": e.worker, "data": e.data}
+                        "source": e.source, "kind": e.kind, "job": e.job, "worker": e.worker,
+                        "label": names.of_event(e), "data": e.data}
              for seq, e in sorted(page.shown.items())}
     text = json.dumps(finite(shown), default=str, allow_nan=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -197,7 +197,7 @@ def test_a_failing_runs_report_shows_its_violation_first_with_its_proof(tmp_path
                              ".map(e => e.id === 'run' || e.id === 'jobs' ? '#' + e.id : e.dataset.job)")
     assert order[0] == job and order.index("#run") > 0 and order.index("#jobs") > order.index("#run"), order
     lanes = browser.evaluate(
-        f"Array.from(document.querySelectorAll(\"{section} g.lane\")).map(g => ({{lane: g.dataset.lane, "
+        f"Array.from(({visible(section)}).querySelectorAll('g.lane')).map(g => ({{lane: g.dataset.lane, "
         "bands: g.querySelectorAll('.band').length, width: Math.max(0, ...Array.from(g.querySelectorAll('.band'))"
         ".map(b => b.getBoundingClientRect().width)), text: g.textContent}))")
     by_lane = {lane["lane"]: lane for lane in lanes}
@@ -227,9 +227,117 @@ def test_a_failing_runs_report_shows_its_violation_first_with_its_proof(tmp_path
     event = json.loads(shown["json"])
     assert (event["kind"], event["job"], event["worker"]) == ("probe.effect", job, stale)
     assert event["data"]["accepted"] is True and "token" in event["data"]
-    browser.screenshot(result.dir / "report.png")
-    png = (result.dir / "report.png").read_bytes()
+    # The run view zooms, pans back home, and draws the queue's own record of each worker under it.
+    plot = "document.querySelector('#run .view.warped svg.plot')"
+    home = browser.evaluate(f"{plot}.getAttribute('viewBox')")
+    browser.click("#run button[data-zoom='in']")
+    zoomed = browser.evaluate(f"{plot}.getAttribute('viewBox')")
+    assert float(zoomed.split()[2]) == pytest.approx(float(home.split()[2]) / 2, rel=0.01), (home, zoomed)
+    browser.click("#run button[data-zoom='home']")
+    assert browser.evaluate(f"{plot}.getAttribute('viewBox')") == home
+    assert browser.evaluate(f"!!document.querySelector(\"#run .view.warped g.lane[data-lane='{stale} · queue'] "
+                            ".q-complete\")")
+    # The lane filter keeps the lanes it names.
+    browser.evaluate(f"(() => {{const f = document.getElementById('lane-filter'); f.value = '{owner}'; "
+                     "f.dispatchEvent(new Event('input'));})()")
+    shown = browser.evaluate("Array.from(document.querySelectorAll('#run .view.warped g.lane'))"
+                             ".filter(g => g.style.display !== 'none').map(g => g.dataset.lane)")
+    assert shown and all(owner in lane for lane in shown), shown
+    browser.evaluate("(() => {const f = document.getElementById('lane-filter'); f.value = ''; "
+                     "f.dispatchEvent(new Event('input'));})()")
+    check_red_page(browser, result.dir, "stale_ack_accepted", tmp_path, "stale_ack_accepted")
+    assert browser.errors(since) == []
+
+
+def visible(view: str) -> str:
+    """JavaScript: the drawing of `view` (a CSS selector of its container) on the axis the page shows."""
+    return (f"Array.from(document.querySelectorAll({json.dumps(view + ' svg.timeline')}))"
+            ".find(s => s.getBoundingClientRect().width > 0)")
+
+
+def check_red_page(browser: Browser, run_dir: Path, kind: str, tmp_path: Path, name: str) -> None:
+    """What a reader of a red build needs from the open report.html: a premise selects its marks on both
+    charts and a mark its lines, the run view opens on every fault and violation, the box names the cause
+    and links the docs; then a screenshot (kept in $CHAOS_SCREENSHOTS when set)."""
+    section = f"section.violation[data-kind='{kind}']"
+    job_svg, run_svg = visible(section), visible("#run")
+    # A premise (the witness's lines until the checker gives a minimal proof) drawn on both charts.
+    premises = browser.evaluate(
+        f"(() => {{const job = {job_svg}, run = {run_svg}; "
+        f"const lines = Array.from(document.querySelectorAll(\"{section} ol.premises li[data-seq]\")); "
+        f"const all = lines.length ? lines : "
+        f"Array.from(document.querySelectorAll(\"{section} ol.proof li[data-seq]\"));"
+        " return all.map(li => li.dataset.seq).filter(s => job.querySelector(`.m[data-seq='${s}']`) && "
+        "run.querySelector(`.m[data-seq='${s}']`));})()")
+    assert premises, f"no line of the {kind} proof is drawn on both charts"
+    seq = premises[0]
+    browser.click(f"{section} ol.premises li[data-seq='{seq}'], {section} ol.proof li[data-seq='{seq}']")
+    lit = browser.evaluate(f"[{job_svg}, {run_svg}].map(s => Array.from(s.querySelectorAll('.hl'))"
+                           ".map(e => e.dataset.seq))")
+    assert all(found and set(found) == {seq} for found in lit), (seq, lit)
+    browser.send("Input.dispatchKeyEvent", {"type": "keyDown", "key": "Escape", "code": "Escape",
+                                            "windowsVirtualKeyCode": 27})
+    assert browser.evaluate("document.querySelectorAll('.hl').length") == 0
+    # The reverse: a mark of the run view that a click reaches lights its line in the proof.
+    target = browser.evaluate(
+        f"(() => {{const run = {run_svg}; for (const m of run.querySelectorAll('.m[data-seq]')) {{"
+        f" if (!document.querySelector(`{section} li[data-seq='${{m.dataset.seq}}']`)) continue;"
+        " m.scrollIntoView({block: 'center'}); const r = m.getBoundingClientRect(); if (!r.width) continue;"
+        " const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);"
+        " if (hit && hit.closest('[data-seq]') === m) return m.dataset.seq;} return null;})()")
+    assert target is not None, "no mark of the run view can be clicked"
+    browser.click(f"#run .m[data-seq='{target}']")
+    assert browser.evaluate(f"Array.from(document.querySelectorAll(\"{section} li[data-seq='{target}']\"))"
+                            ".some(li => li.classList.contains('hl') && li.getBoundingClientRect().height > 0)")
+    browser.send("Input.dispatchKeyEvent", {"type": "keyDown", "key": "Escape", "code": "Escape",
+                                            "windowsVirtualKeyCode": 27})
+    # The run view opens on a window that holds every fault and every mark the proof names.
+    window = browser.evaluate(
+        f"(() => {{const run = {run_svg}, plot = run.querySelector('svg.plot').getBoundingClientRect(); "
+        f"const seqs = Array.from(document.querySelectorAll(\"{section} li[data-seq]\")).map(li => li.dataset.seq);"
+        " const marks = Array.from(run.querySelectorAll('.band, .band-line')).concat(seqs.flatMap(s => "
+        "Array.from(run.querySelectorAll(`.m[data-seq='${s}']`))));"
+        " return {left: plot.left, right: plot.right, marks: marks.map(m => {const r = m.getBoundingClientRect(); "
+        "return [m.getAttribute('class'), r.left, r.right];})};})()")
+    assert window["marks"], window
+    outside = [m for m in window["marks"] if m[1] < window["left"] - 1 or m[2] > window["right"] + 1]
+    assert not outside, (window["left"], window["right"], outside)
+    if kind == "stuck":  # its tail reaches the end of the run in the run view, and the end is in view
+        ends = browser.evaluate(f"(() => {{const run = {run_svg}; const tail = run.querySelector('.stuck'), "
+                                "end = run.querySelector('.end-line'), plot = run.querySelector('svg.plot')"
+                                ".getBoundingClientRect(); return [tail.x2.baseVal.value, end.x1.baseVal.value, "
+                                "end.getBoundingClientRect().left, plot.right];})()")
+        assert ends[0] == pytest.approx(ends[1]) and ends[2] <= ends[3], ends
+    browser.evaluate("window.scrollTo(0, 0)")
+    shot = tmp_path / f"{name}.png"
+    browser.screenshot(shot)
+    png = shot.read_bytes()
     assert png.startswith(PNG) and len(png) > 10_000
+    keep = os.environ.get("CHAOS_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / shot.name)
+    # The red-build box names the cause and links the kind's anchor in the violations reference.
+    box = browser.evaluate("(() => {const b = document.querySelector('#box'); return b && {cause: "
+                           "(b.querySelector('.cause') || {}).textContent, links: Array.from(b.querySelectorAll("
+                           "'a.doc')).map(a => a.getAttribute('href'))};})()")
+    assert box is not None and box["cause"], f"report.html has no red-build box naming a cause: {box}"
+    assert any("violations" in href and href.endswith(f"#{kind}") for href in box["links"]), box
+
+
+@pytest.mark.parametrize(("name", "args", "kind"), [
+    ("stuck", ("--target", "pg_naive", "--scenario", "kill_after_effect_before_ack"), "stuck"),
+    ("early_reclaim", ("--target", "pg_lease", "-p", "reclaim=early", "--scenario", "kill_after_claim_before_effect"),
+     "early_reclaim"),
+])
+def test_a_red_builds_page_explains_its_violation(name: str, args: tuple[str, ...], kind: str, tmp_path: Path,
+                                                   browser: Browser) -> None:
+    result = chaos("run", *args, "--seed", "1", "--runs-dir", str(tmp_path))
+    assert result.code == 1, result.stdout + result.stderr
+    assert kind in {v["kind"] for v in result.verdict["violations"]}
+    since = len(browser.events)
+    browser.open(result.dir / "report.html")
+    check_red_page(browser, result.dir, kind, tmp_path, name)
     assert browser.errors(since) == []
 
 

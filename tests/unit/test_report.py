@@ -55,9 +55,12 @@ def page_of(history: History) -> str:
     return timeline.render(judge(history.events), history.events)
 
 
-def svgs(page: str) -> list[ET.Element]:
-    """Every SVG of the page, parsed as XML (they must be well-formed)."""
-    return [ET.fromstring(m.group(0)) for m in re.finditer(r"<svg class='timeline.*?</svg>", page, re.S)]
+def svgs(page: str, view: str = "warped") -> list[ET.Element]:
+    """Every SVG of the page on one axis (a drawing with breaks has a linear twin), parsed as XML (they
+    must be well-formed)."""
+    other = "linear" if view == "warped" else "warped"
+    page = re.sub(rf"<div class='wide view {other}'>.*?</svg>(?:</svg>)?</div>", "", page, flags=re.S)
+    return [ET.fromstring(m.group(0)) for m in re.finditer(r"<svg class='timeline.*?</svg>(?:</svg>)?", page, re.S)]
 
 
 def lanes(svg: ET.Element) -> dict[str, ET.Element]:
