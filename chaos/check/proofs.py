@@ -111,7 +111,7 @@ def stuck(run: RunHistory, history: JobHistory, cause: Cause | None, free_s: flo
             steps.event(_fault_event(fault), f"{_fault_name(fault)} took its owner {owner.who()} at {{at}}")
     steps.derived(history.snapshot_at or 0.0, f"no claim since, while a worker was free for {free_s:.3f} s "
                                               f"(bound {bound} s)")
-    return _final(steps, history).then("so the queue left the job unowned past its recovery bound")
+    return _final(steps, history).then("the queue left the job unowned past its recovery bound")
 
 
 def lost(run: RunHistory, history: JobHistory, cause: Cause | None, dead: Execution | None) -> Proof:
@@ -128,7 +128,7 @@ def lost(run: RunHistory, history: JobHistory, cause: Cause | None, dead: Execut
         elif history.latest is not None:
             steps.event(history.latest.claim, f"{history.latest.who()} claimed it at {{at}}")
     _final(steps, history, ", and no effect of it was reported")
-    return steps.then("so the queue let go of a job that never took effect")
+    return steps.then("the queue let go of a job that never took effect")
 
 
 def unexpected(run: RunHistory, history: JobHistory) -> Proof:
@@ -136,7 +136,7 @@ def unexpected(run: RunHistory, history: JobHistory) -> Proof:
     first = history.effects[0] if history.effects else history.events[0]
     steps.event(first, f"{_label(run, first)} made an effect of {history.job} at {{at}}")
     steps.derived(history.events[-1].mono, f"no enqueue of {history.job} is in the ledger")
-    return steps.then("so an effect was made for a job this run never enqueued")
+    return steps.then("an effect was made for a job this run never enqueued")
 
 
 def redelivered(run: RunHistory, history: JobHistory, delivery: str) -> Proof:
@@ -147,7 +147,7 @@ def redelivered(run: RunHistory, history: JobHistory, delivery: str) -> Proof:
     if again is not None and again.claim.seq > first.seq:
         steps.event(again.claim, f"{again.who()} claimed it at {{at}}, after that effect")
     steps.event(second, f"{_label(run, second)} made another effect of it at {{at}}")
-    return steps.then(f"so the job took effect {len(history.effects)} times under delivery = {delivery}, "
+    return steps.then(f"the job took effect {len(history.effects)} times under delivery = {delivery}, "
                       "which allows one")
 
 
@@ -160,7 +160,7 @@ def overlapped(run: RunHistory, first: Execution, second: Execution, reasons: li
                       (second.last_effect, f"{second.who()} made its effect at {{at}}")), key=lambda e: e[0].seq)
     for effect, says in effects:
         steps.event(effect, says)
-    return steps.then(f"so two executions worked on the job at once ({'; '.join(reasons)})")
+    return steps.then(f"two executions worked on the job at once ({'; '.join(reasons)})")
 
 
 def dead_lettered(run: RunHistory, history: JobHistory, reasons: list[str]) -> Proof:
@@ -174,7 +174,7 @@ def dead_lettered(run: RunHistory, history: JobHistory, reasons: list[str]) -> P
                                 "at {at}")
     attempts = (history.snapshot or {}).get("attempts")
     _final(steps, history, f" (the queue counted {attempts} attempt(s))" if attempts is not None else "")
-    return steps.then(f"so the queue dead-lettered it wrongly: {'; '.join(reasons)}")
+    return steps.then(f"the queue dead-lettered it wrongly: {'; '.join(reasons)}")
 
 
 # -- event-proven anomalies (chaos.check.scan findings) ------------------------------------------------------
@@ -186,7 +186,7 @@ def stale_ack(run: RunHistory, stale: Execution, winner: Execution, ack: Event, 
             .event(winner.claim, f"{winner.who()} claimed {stale.job} at {{at}}")
             .event(stale.claim, f"{stale.who()} had claimed it at {{at}} and not released it")
             .event(ack, f"the queue accepted {stale.who()}'s ack at {{at}}{word}")
-            .then("so the queue accepted an ack from a claim it no longer held"))
+            .then("the queue accepted an ack from a claim it no longer held"))
 
 
 def stale_extension(run: RunHistory, stale: Execution, winner: Execution, earlier: Event, event: Event) -> Proof:
@@ -194,7 +194,7 @@ def stale_extension(run: RunHistory, stale: Execution, winner: Execution, earlie
             .event(winner.claim, f"{winner.who()} claimed {stale.job} at {{at}}, taking it from {stale.who()}")
             .event(earlier, f"{stale.who()}'s heartbeat was reported at {{at}}, after that claim")
             .event(event, f"the queue accepted {stale.who()}'s next lease extension at {{at}}")
-            .then("so the queue extended a lease it no longer granted"))
+            .then("the queue extended a lease it no longer granted"))
 
 
 def effect_after_lease_loss(run: RunHistory, late: Execution, winner: Execution, effect: Event) -> Proof:
@@ -202,7 +202,7 @@ def effect_after_lease_loss(run: RunHistory, late: Execution, winner: Execution,
             .event(late.claim, f"{late.who()} claimed {late.job} at {{at}}")
             .event(winner.claim, f"{winner.who()} claimed it at {{at}}")
             .event(effect, f"{late.who()} made an accepted effect at {{at}}")
-            .then(f"so {late.who()} acted on a job it no longer owned"))
+            .then(f"{late.who()} acted on a job it no longer owned"))
 
 
 def work_after_known_loss(run: RunHistory, execution: Execution, failed: Event, effect: Event) -> Proof:
@@ -210,7 +210,7 @@ def work_after_known_loss(run: RunHistory, execution: Execution, failed: Event, 
             .event(execution.claim, f"{execution.who()} claimed {execution.job} at {{at}}")
             .event(failed, f"{execution.who()}'s lease extension failed at {{at}}, and none succeeded after it")
             .event(effect, f"{execution.who()} made an accepted effect at {{at}}")
-            .then("so it went on with work it knew it had lost"))
+            .then("it went on with work it knew it had lost"))
 
 
 def premature_reclaim(run: RunHistory, owner: Execution, gave_up: Event | None, claimer: Execution) -> Proof:
@@ -221,7 +221,7 @@ def premature_reclaim(run: RunHistory, owner: Execution, gave_up: Event | None, 
     steps.event(claimer.claim, f"{claimer.who()} claimed it at {{at}}")
     steps.derived(claimer.claim.mono, f"no kill, stop, restart or clock fault reached {owner.worker} since its "
                                       "claim, and its process was alive")
-    return steps.then("so the queue took the job from a live, healthy owner")
+    return steps.then("the queue took the job from a live, healthy owner")
 
 
 # -- judged by the contract (chaos.check.judgement) ----------------------------------------------------------
@@ -233,7 +233,7 @@ def early_reclaim(run: RunHistory, owner: Execution, claimer: Execution, lease: 
             .event(owner.extended_by, f"{owner.who()}'s last accepted {renewed} of {owner.job} was at {{at}}")
             .derived(owner.extended_at + lease, f"its lease ran until {{at}} (lease_s = {lease} s)")
             .event(claimer.claim, f"{claimer.who()} claimed it at {{at}}")
-            .then("so the queue reclaimed the job before the owner's lease could have run out"))
+            .then("the queue reclaimed the job before the owner's lease could have run out"))
 
 
 def heartbeat_gap(run: RunHistory, execution: Execution, gap: Gap, key: str, bound: float) -> Proof:
@@ -242,7 +242,7 @@ def heartbeat_gap(run: RunHistory, execution: Execution, gap: Gap, key: str, bou
             .event(gap.since, f"{execution.who()} {renewed} at {{at}}")
             .derived(gap.since.mono + bound, f"its lease ran out at {{at}} ({key} = {bound} s), no fault on it")
             .event(gap.until, "the queue accepted its next extension at {at}")
-            .then("so the queue extended a lease that had already run out"))
+            .then("the queue extended a lease that had already run out"))
 
 
 def redelivered_after_owner_loss(run: RunHistory, dead: Execution, fault: FaultHistory, claimer: Execution,
@@ -251,7 +251,7 @@ def redelivered_after_owner_loss(run: RunHistory, dead: Execution, fault: FaultH
             .event(dead.claim, f"{dead.who()} claimed {dead.job} at {{at}}")
             .event(_fault_event(fault), f"{_fault_name(fault)} ended {dead.who()} at {{at}}, while it held the job")
             .event(claimer.claim, f"{claimer.who()} claimed it at {{at}}")
-            .then(f"so the queue ran again a job whose owner died, though on_owner_loss = {on_owner_loss}"))
+            .then(f"the queue ran again a job whose owner died, though on_owner_loss = {on_owner_loss}"))
 
 
 def late_recovery(run: RunHistory, fault: FaultHistory | None, cause: Cause | None, owner: str,
@@ -268,7 +268,7 @@ def late_recovery(run: RunHistory, fault: FaultHistory | None, cause: Cause | No
     if claimer is not None:
         steps.event(claimer.claim, f"{claimer.who()} claimed it at {{at}}")
         steps.derived(claimer.claim.mono, f"a worker was free for {free_s:.3f} s of that wait (bound {bound} s)")
-    return steps.then("so the job waited for a new owner past the recovery bound")
+    return steps.then("the job waited for a new owner past the recovery bound")
 
 
 def unreclaimed(run: RunHistory, ret: Return, fault: FaultHistory, cause: Cause | None, key: str, lease: float,
@@ -282,7 +282,7 @@ def unreclaimed(run: RunHistory, ret: Return, fault: FaultHistory, cause: Cause 
     came = "its accepted ack" if ret.back.kind == events.PROBE_ACK else "an accepted lease extension"
     steps.event(ret.back, f"{ret.owner.who()} came back at {{at}} ({came}), nobody having claimed it, a worker "
                           f"free for {free_s:.3f} s of that wait (bound {bound} s)")
-    return steps.then("so the queue owed a reclaim past the recovery bound and made none")
+    return steps.then("the queue owed a reclaim past the recovery bound and made none")
 
 
 def claim_after_completion(run: RunHistory, completion: Event, claim: Event) -> Proof:
@@ -296,7 +296,7 @@ def claim_after_completion(run: RunHistory, completion: Event, claim: Event) -> 
     else:
         steps.event(completion, f"the queue accepted {_label(run, completion)}'s ack of {completion.job} at {{at}}")
         steps.event(claim, f"{_label(run, claim)} claimed it at {{at}}, after that")
-    return steps.then("so the queue ran a job it had completed again")
+    return steps.then("the queue ran a job it had completed again")
 
 
 def stale_completion(origin: float, owner: Event | None, stale: Event | None, completion: Event,
@@ -314,4 +314,4 @@ def stale_completion(origin: float, owner: Event | None, stale: Event | None, co
                            "journaled at {at}")
     steps.event(completion, f"the queue's record shows it accepted a completion by {names[completion.seq]} (order "
                             f"{completion.data.get('order')}), journaled at {{at}}")
-    return steps.then("so the queue accepted a completion from a claim it no longer held")
+    return steps.then("the queue accepted a completion from a claim it no longer held")

@@ -217,7 +217,7 @@ def _proof(witness: Witness) -> list[str]:
         return []
     steps = [f"{n}. {p['says']}" + (f" (#{p['seq']})" if p.get("seq") is not None else " (derived)")
              for n, p in enumerate(witness.proof, 1)]
-    return ["**Proof:**", "", *steps, "", f"{witness.conclusion[:1].upper()}{witness.conclusion[1:]}.", ""]
+    return ["**Proof:**", "", *steps, "", f"So {witness.conclusion}.", ""]
 
 
 PAGES: dict[str, Callable[[], str]] = {

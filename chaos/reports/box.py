@@ -29,7 +29,7 @@ from chaos import events
 from chaos.check.labels import Labels, of_ledger
 from chaos.check.verdict import PREMISE_NOT_HELD, Verdict
 from chaos.check.violation_kinds import DOCS_PAGE, VIOLATION_KINDS, doc_anchor
-from chaos.reports.formatting import esc
+from chaos.reports.formatting import as_sentence, esc
 from chaos.reports.lines import event_line
 
 JOBS_NAMED = 4  # jobs a group names before "…"
@@ -167,7 +167,8 @@ def _groups(violations: Any, labels: Labels | None) -> tuple[Group, ...]:
     for kind, found in by_kind.items():
         first = found[0]
         known = VIOLATION_KINDS.get(kind)
-        cause = str(first.get("conclusion") or (known.rule if known else first.get("message")))
+        conclusion = str(first.get("conclusion") or "")
+        cause = as_sentence(conclusion) if conclusion else str(known.rule if known else first.get("message"))
         groups.append(Group(kind, tuple(str(v.get("job")) for v in found if v.get("job")), cause,
                             known.fix if known else "", _decisive(first, labels)))
     return tuple(groups)
@@ -177,10 +178,15 @@ def _decisive(violation: Mapping[str, Any], labels: Labels | None) -> tuple[tupl
     """The proof's premises, else the last witness lines of the kinds that decide."""
     premises = _dicts(violation.get("proof"))
     if premises:
-        return tuple((_seq(p.get("seq")), (f"+{p['t']:.3f}s  " if isinstance(p.get("t"), (int, float)) else "")
-                      + str(p.get("says"))) for p in premises)
+        return tuple((_seq(p.get("seq")), f"{_cited(p.get('seq')):<8}{p.get('says')}") for p in premises)
     witness = [entry for entry in _dicts(violation.get("witness")) if str(entry.get("kind")) in DECISIVE_KINDS]
     return tuple((_seq(entry.get("seq")), event_line(entry, labels, seq=False)) for entry in witness[-DECISIVE:])
+
+
+def _cited(seq: Any) -> str:
+    """Where a premise's event is (its seq, as witness lines number them); a derived one has none. Its
+    sentence already says when."""
+    return f"#{seq}" if _seq(seq) is not None else "derived"
 
 
 def _seq(value: Any) -> int | None:

@@ -18,6 +18,11 @@ def short(value: object) -> str:
     return text[:8] + "…" if len(text) > 12 else text
 
 
+def as_sentence(clause: str) -> str:
+    """A clause (a proof's conclusion) as a sentence of its own: capitalised, with its full stop."""
+    return clause[:1].upper() + clause[1:] + ("" if clause.endswith(".") else ".")
+
+
 def finite(value: Any) -> Any:
     """The value with every NaN or infinity (a worker's odd field in a witness) replaced by null, so the
     JSON written is always valid."""

@@ -288,7 +288,7 @@ def _violation_section(page: svg.Page, violation: Violation, anchor: str) -> str
         parts.append("<h4>Proof</h4><ol class='premises'>" + "".join(_premise(page, p) for p in violation.proof)
                      + "</ol>")
         if violation.conclusion:
-            parts.append(f"<p class='conclusion'>{esc(violation.conclusion)}</p>")
+            parts.append(f"<p class='conclusion'>so {esc(violation.conclusion)}</p>")
         parts.append(f"<details class='history'><summary>The whole history, in words ({len(items)} steps)</summary>"
                      f"{history}</details></section>")
     else:

@@ -5,6 +5,7 @@ labelled, never 32 hex; and `chaos report --job/--worker` prints a timeline for 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -41,6 +42,7 @@ HEX = "0123456789abcdef0123456789abcdef"
 LEASE = Contract(recovery_bound_s=2.0, delivery="at-least-once", lease_s=1.0, heartbeat_s=0.25)
 STAMP: dict[str, Any] = {"suite_version": "0.1.0", "target_commit": "1a768e962d76", "python": "3.11.2"}
 REPO = Path(__file__).resolve().parents[2]
+STUCK_CAUSE = "The queue left the job unowned past its recovery bound."  # the stuck rule's conclusion, as a sentence
 
 
 def stuck(jobs: int = 3) -> History:
@@ -62,9 +64,10 @@ def test_the_box_comes_first_in_summary_txt_with_cause_fix_docs_events_and_stamp
     assert lines[0] == "FAIL: target t, scenario s, seed 1"
     text = "\n".join(lines[:lines.index("┗━") + 1])
     assert "┃ stuck ×3: job-0001, job-0002, job-0003" in text
-    assert f"cause: {VIOLATION_KINDS['stuck'].rule}" in text and f"fix:   {VIOLATION_KINDS['stuck'].fix}" in text
+    assert f"cause: {STUCK_CAUSE}" in text and f"fix:   {VIOLATION_KINDS['stuck'].fix}" in text
     assert "docs:  docs/reference/violations.md#stuck" in text
-    assert "job=job-0001 worker=w1 w1#1" in text  # the decisive claim, labelled
+    assert re.search(r"#\d+ +w1#1 claimed job-0001 at \+0\.\d{3} s", text)  # the decisive claim, labelled
+    assert "derived no claim since, while a worker was free" in text
     assert "suite 0.1.0 · target t @ 1a768e962d76 · server PostgreSQL 16.4 (server, local)" in text
     assert "2023-11-14 22:13:20 UTC" in text and "Python 3.11.2" in text
     assert HEX[1:] not in summary(verdict, None, of_ledger(history.events))
@@ -72,11 +75,11 @@ def test_the_box_comes_first_in_summary_txt_with_cause_fix_docs_events_and_stamp
 
 def test_a_conclusion_and_premises_replace_the_rule_and_witness_lines() -> None:
     verdict = judge(stuck(1).events)
-    proven = replace(verdict.violations[0], conclusion="so nobody took job-0001 back",
+    proven = replace(verdict.violations[0], conclusion="nobody took job-0001 back",
                      proof=(Premise("w1#1 claimed job-0001", 8, 0.08), Premise("w1's lease ran out", None, 1.08)))
     found = box.build(replace(verdict, violations=[proven]).to_dict())
-    assert found.groups[0].cause == "so nobody took job-0001 back"
-    assert found.groups[0].decisive == ((8, "+0.080s  w1#1 claimed job-0001"), (None, "+1.080s  w1's lease ran out"))
+    assert found.groups[0].cause == "Nobody took job-0001 back."
+    assert found.groups[0].decisive == ((8, "#8      w1#1 claimed job-0001"), (None, "derived w1's lease ran out"))
 
 
 def test_the_markdown_and_junit_lead_with_the_box(tmp_path: Path) -> None:
@@ -88,7 +91,7 @@ def test_the_markdown_and_junit_lead_with_the_box(tmp_path: Path) -> None:
     assert md.index("> reproduce: `chaos run`") < md.index("| outcome | jobs |")
     failure = ET.parse(tmp_path / "junit.xml").getroot().find("testcase/failure")
     assert failure is not None
-    assert failure.get("message") == f"stuck ×2: job-0001, job-0002: {VIOLATION_KINDS['stuck'].rule}"
+    assert failure.get("message") == f"stuck ×2: job-0001, job-0002: {STUCK_CAUSE}"
     assert (failure.text or "").startswith("FAIL: target t, scenario s, seed 1\n┃ stuck ×2")
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["provenance"]["target_commit"] == "1a768e962d76"
@@ -151,7 +154,7 @@ def test_a_suite_shows_each_red_cells_box_first() -> None:
     md = suite_markdown(document)
     assert "> **stuck ×2: job-0001, job-0002**  " in md.splitlines()
     failure = suite_junit(document).getroot().find("testcase/failure")  # type: ignore[union-attr]
-    assert failure is not None and failure.get("message", "").startswith("stuck ×2: job-0001, job-0002: A job")
+    assert failure is not None and failure.get("message", "").startswith(f"stuck ×2: job-0001, job-0002: {STUCK_CAUSE}")
     assert (failure.text or "").startswith("FAIL: target t, scenario s, seed 1\n┃ stuck ×2")
     page = render_suite(document)
     assert page.index("<section id='box-0' class='box box-fail'>") < page.index("<h2>Matrix</h2>")

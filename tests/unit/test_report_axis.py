@@ -109,7 +109,7 @@ def test_a_violation_shows_its_minimal_proof_first_and_folds_its_history() -> No
     claim = next(e for e in h.events if e.kind == events.PROBE_CLAIM and e.job == "b")
     proven = replace(verdict.violations[0], proof=(Premise("w1 claimed b", claim.seq, 3.1),
                                                    Premise("w1's lease ran out", None, 4.1)),
-                     conclusion="so nothing recovered b")
+                     conclusion="nothing recovered b")
     page = timeline.render(replace(verdict, violations=[proven]), h.events)
     section = page[page.index("<section class='violation'"):page.index("<section id='run'>")]
     premises = section[section.index("<ol class='premises'>"):section.index("</ol>")]
