@@ -24,7 +24,10 @@ def _data(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def label_of(entry: Mapping[str, Any], labels: Labels | None) -> str | None:
-    """The execution's label, else (no claim of it was reported, or no ledger at hand) the token's head."""
+    """The execution's label (a witness entry carries the checker's), else (no claim of it was reported, or
+    neither a label nor the ledger at hand) the token's head."""
+    if isinstance(entry.get("label"), str):
+        return str(entry["label"])
     data = _data(entry)
     token = data.get("token")
     job, worker = entry.get("job"), entry.get("worker")
