@@ -311,18 +311,23 @@ def check_red_page(browser: Browser, run_dir: Path, kind: str, tmp_path: Path, n
     browser.evaluate("window.scrollTo(0, 0)")
     shot = tmp_path / f"{name}.png"
     browser.screenshot(shot)
-    png = shot.read_bytes()
-    assert png.startswith(PNG) and len(png) > 10_000
-    keep = os.environ.get("CHAOS_SCREENSHOTS")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(keep) / shot.name)
+    keep_screenshot(shot)
     # The red-build box names the cause and links the kind's anchor in the violations reference.
     box = browser.evaluate("(() => {const b = document.querySelector('#box'); return b && {cause: "
                            "(b.querySelector('.cause') || {}).textContent, links: Array.from(b.querySelectorAll("
                            "'a.doc')).map(a => a.getAttribute('href'))};})()")
     assert box is not None and box["cause"], f"report.html has no red-build box naming a cause: {box}"
     assert any("violations" in href and href.endswith(f"#{kind}") for href in box["links"]), box
+
+
+def keep_screenshot(shot: Path) -> None:
+    """A screenshot is the test's evidence for a reader: kept in $CHAOS_SCREENSHOTS when set."""
+    png = shot.read_bytes()
+    assert png.startswith(PNG) and len(png) > 10_000
+    keep = os.environ.get("CHAOS_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / shot.name)
 
 
 @pytest.mark.parametrize(("name", "args", "kind"), [
@@ -380,4 +385,39 @@ def test_the_suites_page_links_each_cell_to_its_runs_report(tmp_path: Path, brow
     browser.wait_for("Page.loadEventFired", clicked)
     assert browser.evaluate("document.title").startswith("queue-chaos FAIL: redis_basic x kill_after_claim")
     assert browser.evaluate("document.querySelector('section.violation').dataset.kind") == "lost"
+    assert browser.errors(since) == []
+
+
+RED_CELL = """
+seeds = [1]
+[[cell]]
+target = "redis_basic"
+scenario = "kill_after_claim_before_effect"
+verdict = "pass"
+"""
+
+
+def test_a_suite_with_one_red_cell_shows_its_box_first(tmp_path: Path, browser: Browser) -> None:
+    """A cell that did not give its known answer leads the suite's page with its run's box: the cause, the
+    docs anchor, and a link to that run's own report, which opens."""
+    (tmp_path / "chaos.toml").write_text(RED_CELL)
+    out = tmp_path / "out"
+    result = chaos("suite", str(tmp_path / "chaos.toml"), "--out", str(out), runs_dir=tmp_path)
+    assert result.code == 1, result.stdout + result.stderr
+    since = len(browser.events)
+    browser.open(out / "report.html")
+    box = browser.evaluate(
+        "(() => {const b = document.querySelector('.boxes section.box'); if (!b) return null; const r = "
+        "b.getBoundingClientRect(), m = document.querySelector('table.matrix').getBoundingClientRect(); return "
+        "{cause: (b.querySelector('dd.cause') || {}).textContent, docs: Array.from(b.querySelectorAll('a.doc'))"
+        ".map(a => a.getAttribute('href')), report: (Array.from(b.querySelectorAll('a')).find(a => "
+        "a.textContent.includes('report')) || {}).href, above: r.bottom <= m.top};})()")
+    assert box is not None, "the suite's page shows no box for its red cell"
+    assert box["cause"] and box["above"], box
+    assert any("violations" in href and href.endswith("#lost") for href in box["docs"]), box
+    report = Path(unquote(urlparse(box["report"]).path))
+    assert report.name == "report.html" and report.is_file() and out in report.parents, box
+    shot = tmp_path / "suite_red_cell.png"
+    browser.screenshot(shot)
+    keep_screenshot(shot)
     assert browser.errors(since) == []
