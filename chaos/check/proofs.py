@@ -210,7 +210,7 @@ def work_after_known_loss(run: RunHistory, execution: Execution, failed: Event, 
             .event(execution.claim, f"{execution.who()} claimed {execution.job} at {{at}}")
             .event(failed, f"{execution.who()}'s lease extension failed at {{at}}, and none succeeded after it")
             .event(effect, f"{execution.who()} made an accepted effect at {{at}}")
-            .then("it went on with work it knew it had lost"))
+            .then(f"{execution.who()} went on with work it knew it had lost"))
 
 
 def premature_reclaim(run: RunHistory, owner: Execution, gave_up: Event | None, claimer: Execution) -> Proof:

@@ -265,7 +265,7 @@ def html(box: Box, workers: Sequence[str] = (), *, run_dir: str = "", anchor: st
     if box.green:
         why = f" ({esc(box.cause)})" if box.cause else ""
         return (f"<section id='{esc(anchor)}' class='box green'><p><b class='pass'>{esc(box.headline)}</b>{why} · "
-                f"<span class='stamp'>{esc(box.stamp)}</span></p>{logs}{report}</section>")
+                f"<span class='stamp'>{esc(box.stamp)}</span></p>{reproduce}{logs}{report}</section>")
     # The box's own classes: a page's `.fail` colours all it holds. Its headline only where no h1 says it.
     parts = [f"<section id='{esc(anchor)}' class='box box-{esc(box.verdict)}'>"
              + (f"<h2 class='red'>{esc(box.headline)}</h2>" if run_dir else "")]

@@ -183,8 +183,6 @@ def render(verdict: Verdict, ledger: Sequence[Event]) -> str:
             f"<style>{STYLE}</style></head><body>",
             f"<svg width='0' height='0' style='position:absolute' aria-hidden='true'>{DEFS}</svg>",
             f"<h1 class='{esc(verdict.verdict)}'>{esc(title)}</h1>", box.page_box(verdict, ledger)]
-    if verdict.reproduce:
-        head.append(f"<p>Reproduce: <code>{esc(verdict.reproduce)}</code></p>")
     if verdict.error:
         head.append(f"<p class='error'>Error: {esc(verdict.error.splitlines()[0])}</p>")
     head += [f"<p class='note'>note: {esc(note)}</p>" for note in verdict.notes]
