@@ -237,7 +237,7 @@ class RunHistory:
     context: dict[str, list[Event]] = field(default_factory=dict)  # faults and process events, by worker
     start: dict[str, Any] = field(default_factory=dict)  # the run.start event's data
     end: dict[str, Any] | None = None  # the run.end event's data
-    snapshot_taken: bool = False
+    snapshot_taken: Event | None = None  # the final snapshot's snapshot.taken entry, once it was taken
     origin: float | None = None
     network: dict[str, Any] | None = None  # the network.start event's data: which Toxiproxy
     # (job, worker, token) -> the queue's own record of that claim (`chaos.check.queue_record.committed`):

@@ -79,13 +79,15 @@ def _cause(steps: _Steps, cause: Cause) -> _Steps:
     return steps.event(cause.event, f"the job left its owner first: {cause.what}")
 
 
-def _final(steps: _Steps, history: JobHistory, also: str = "") -> _Steps:
-    """The final snapshot's word on the job."""
+def _final(steps: _Steps, run: RunHistory, history: JobHistory, also: str = "") -> _Steps:
+    """The final snapshot's word on the job: its entry, or (a snapshot lists only the jobs the queue still
+    has) the snapshot that does not list it."""
     snapshot = _snapshot(history)
     snap = history.snapshot or {}
     state = snap.get("state", "absent")
     if snapshot is None:
-        return steps
+        taken = run.snapshot_taken
+        return steps if taken is None else steps.event(taken, f"the final snapshot at {{at}} does not list it{also}")
     if snap.get("owner"):
         state = f"claimed by {snap['owner']}" if state == "claimed" else f"{state}, claimed by {snap['owner']}"
     return steps.event(snapshot, f"the final snapshot at {{at}} shows it {state}{also}")
@@ -111,7 +113,7 @@ def stuck(run: RunHistory, history: JobHistory, cause: Cause | None, free_s: flo
             steps.event(_fault_event(fault), f"{_fault_name(fault)} took its owner {owner.who()} at {{at}}")
     steps.derived(history.snapshot_at or 0.0, f"no claim since, while a worker was free for {free_s:.3f} s "
                                               f"(bound {bound} s)")
-    return _final(steps, history).then("the queue left the job unowned past its recovery bound")
+    return _final(steps, run, history).then("the queue left the job unowned past its recovery bound")
 
 
 def lost(run: RunHistory, history: JobHistory, cause: Cause | None, dead: Execution | None) -> Proof:
@@ -127,7 +129,7 @@ def lost(run: RunHistory, history: JobHistory, cause: Cause | None, dead: Execut
             steps.event(_fault_event(fault), f"{_fault_name(fault)} ended its owner {dead.who()} at {{at}}")
         elif history.latest is not None:
             steps.event(history.latest.claim, f"{history.latest.who()} claimed it at {{at}}")
-    _final(steps, history, ", and no effect of it was reported")
+    _final(steps, run, history, ", and no effect of it was reported")
     return steps.then("the queue let go of a job that never took effect")
 
 
@@ -173,7 +175,7 @@ def dead_lettered(run: RunHistory, history: JobHistory, reasons: list[str]) -> P
         steps.event(last.claim, f"it was claimed {len(history.executions)} time(s), the last by {last.who()} "
                                 "at {at}")
     attempts = (history.snapshot or {}).get("attempts")
-    _final(steps, history, f" (the queue counted {attempts} attempt(s))" if attempts is not None else "")
+    _final(steps, run, history, f" (the queue counted {attempts} attempt(s))" if attempts is not None else "")
     return steps.then(f"the queue dead-lettered it wrongly: {'; '.join(reasons)}")
 
 

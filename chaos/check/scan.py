@@ -145,7 +145,7 @@ def scan(ledger: Iterable[Event], gap_floor: float = 0.0, worker_leases: bool = 
         elif kind == events.RUN_END:
             run.end = event.data
         elif kind == events.SNAPSHOT_TAKEN:
-            run.snapshot_taken = True
+            run.snapshot_taken = event
     return run
 
 

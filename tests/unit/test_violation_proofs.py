@@ -256,3 +256,13 @@ def test_the_witness_keeps_a_premises_event_past_its_length_limit() -> None:
     assert violation.proof[1].seq == first_claim
     seqs = [e["seq"] for e in violation.witness]
     assert first_claim in seqs and seqs == sorted(seqs) and len(seqs) == 201
+
+
+def test_a_job_the_final_snapshot_does_not_list_is_proved_gone_by_that_snapshot() -> None:
+    """A snapshot lists only the jobs the queue still has (redis_basic's does): the lost job's last premise
+    cites the snapshot that left it out."""
+    history = History(REDELIVER).enqueue("a", fail=False).claim("a", "w1").kill("w1").snapshot()
+    (taken,) = [e for e in history.events if e.kind == events.SNAPSHOT_TAKEN]
+    (violation,) = [v for v in judge(history.events).violations if v.kind == "lost"]
+    last = violation.proof[-1]
+    assert last.seq == taken.seq and "does not list it, and no effect of it was reported" in last.says
