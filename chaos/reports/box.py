@@ -5,7 +5,7 @@ Per violation kind (duplicates grouped: "stuck ×3: job-0001, job-0004, …"): t
 proof's conclusion when the rule that fired wrote one, else the kind's rule), the usual fix, the link to
 the kind's section of the docs, and the decisive events (the proof's premises, else the last witness lines
 of the kinds that decide a verdict); then the provenance stamp and the reproduce line. An error or an
-inconclusive run's box says its cause likewise; a pass (or a skip) gets one green line with the stamp.
+inconclusive run's box says its cause likewise; a pass (or a skip) gets its verdict's line and the stamp.
 
 Built from the verdict's dict (a Verdict's to_dict(), or a verdict.json a suite read), so a run and a
 suite cell say the same; labels (`w1#2`) come from the run's ledger where one is at hand.
@@ -197,9 +197,9 @@ def _seq(value: Any) -> int | None:
 
 def text(box: Box) -> list[str]:
     """The box as lines for summary.txt and junit.xml: the headline, then the rest framed on the left."""
-    if box.green:
+    if box.green:  # the verdict's line as every run prints it (scripts compare it), then the stamp
         why = f" ({box.cause})" if box.cause else ""
-        return [f"{box.headline}{why} · {box.stamp}"]
+        return [f"{box.headline}{why}", box.stamp]
     lines = [box.headline]
     if box.cause:
         lines.append(box.cause)

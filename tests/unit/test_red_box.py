@@ -120,11 +120,12 @@ def test_the_contract_shows_only_its_set_keys() -> None:
     assert "heartbeat_s = 0.25" in contract and "None" not in contract
 
 
-def test_a_pass_gets_one_green_line_with_its_provenance() -> None:
+def test_a_pass_gets_its_verdicts_line_then_its_provenance() -> None:
     history = History(AT_LEAST_ONCE, **STAMP).enqueue("a").execute("a", "w1").snapshot(a="done")
     verdict = judge(history.events)
-    first = summary(verdict).splitlines()[0]
-    assert first.startswith("PASS: target t, scenario s, seed 1 · suite 0.1.0 · target t @ 1a768e962d76")
+    first, second = summary(verdict).splitlines()[:2]
+    assert first == "PASS: target t, scenario s, seed 1"  # the same whenever the run is repeated
+    assert second.startswith("suite 0.1.0 · target t @ 1a768e962d76")
     assert "┃" not in summary(verdict)
     assert "<section id='box' class='box green'>" in timeline.render(verdict, history.events)
     assert markdown(verdict).splitlines()[2].startswith("> ✅ **PASS** · suite 0.1.0")
