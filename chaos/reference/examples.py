@@ -143,8 +143,9 @@ NORMAL = (
     (re.compile(r"@ [0-9a-f]{7,40}(\+modified)?|@ not in git"), "@ <commit>"),
     (re.compile(r"server [^()]*\("), "server <version> ("),
     (re.compile(r"Python \S+"), "Python <version>"),
-    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"), "<date>"),
     (re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+(\+\d\d:\d\d)?"), "<timestamp>"),
+    # a date, and its time when a clip at a space has not cut it off
+    (re.compile(r"\d{4}-\d\d-\d\d( \d\d:\d\d:\d\d UTC)?"), "<date>"),
     (re.compile(r"\d{8}-\d{6}-\d{6}"), "<stamp>"),
     (re.compile(r"\b[0-9a-f]{32}\b"), "<hex>"),
     (re.compile(r"\b[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}\b"), "<uuid>"),
