@@ -179,7 +179,8 @@ class Target:
         key, before anything starts (else the run would break halfway, its scenario seeming to blame). A
         program in a container is the image's, which the host cannot see (a control process runs on the host)."""
         control = self.control_process.command if self.control_process else []
-        for key, argv in (("worker", self.worker), ("reconciler", self.reconciler or []), ("[control] command", control)):
+        for key, argv in (("worker", self.worker), ("reconciler", self.reconciler or []),
+                          ("[control] command", control)):
             if not argv:
                 continue
             if self.image is not None and key != "[control] command":  # the control runs on the host

@@ -1,0 +1,63 @@
+"""A control process for the protocol's tests, in the standard library only (it runs under another Python
+than the suite's: pyenv's 3.12). `memory` is a correct control over a queue in memory; every other mode
+breaks the protocol one way, after answering setup: `crash`, `garbage`, `hang`, `wrong_id`, `error`,
+`no_result`, `bad_snapshot`, and `stubborn` (answers everything, then ignores the end of stdin and SIGTERM)."""
+
+import json
+import signal
+import sys
+import time
+
+MODE = sys.argv[1]
+
+
+def answer(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def serve():
+    queue = {}  # job id -> state
+    for line in sys.stdin:
+        request = json.loads(line)
+        ident, op = request["id"], request["op"]
+        sys.stderr.write(f"request {ident}: {op}\n")
+        sys.stderr.flush()
+        if op == "setup" or MODE in ("memory", "stubborn"):
+            pass
+        elif MODE == "crash":
+            sys.stderr.write("boom: the queue's client gave up\n")
+            sys.exit(3)
+        elif MODE == "garbage":
+            sys.stdout.write("connected to the queue, ready\n")
+            sys.stdout.flush()
+            continue
+        elif MODE == "hang":
+            time.sleep(3600)
+        elif MODE == "wrong_id":
+            answer({"id": ident + 1, "result": {}})
+            continue
+        elif MODE == "error":
+            answer({"id": ident, "error": {"message": "the queue is full"}})
+            continue
+        elif MODE == "no_result":
+            answer({"id": ident})
+            continue
+        elif MODE == "bad_snapshot" and op == "snapshot":
+            answer({"id": ident, "result": {"jobs": [{"job": "job-0001", "state": "running"}]}})
+            continue
+        if op == "enqueue":
+            queue.update((job["id"], "pending") for job in request["jobs"])
+        result = {}
+        if op == "snapshot":
+            result = {"jobs": [{"job": job, "state": state, "owner": None, "attempts": None, "detail": {}}
+                               for job, state in sorted(queue.items())]}
+        elif op == "completion":
+            result = {"outcome": "done" if queue.get(request["job"]) == "done" else "unknown"}
+        answer({"id": ident, "result": result})
+    if MODE == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(3600)
+
+
+serve()
