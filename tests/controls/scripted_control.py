@@ -3,21 +3,24 @@ than the suite's: pyenv's 3.12). `memory` is a correct control over a queue in m
 breaks the protocol one way, after answering setup: `crash`, `garbage`, `hang`, `wrong_id`, `error`,
 `no_result`, `bad_snapshot`, and `stubborn` (answers everything, then ignores the end of stdin and SIGTERM)."""
 
+from __future__ import annotations
+
 import json
 import signal
 import sys
 import time
+from typing import Any
 
 MODE = sys.argv[1]
 
 
-def answer(message):
+def answer(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
 
-def serve():
-    queue = {}  # job id -> state
+def serve() -> None:
+    queue: dict[str, str] = {}  # job id -> state
     for line in sys.stdin:
         request = json.loads(line)
         ident, op = request["id"], request["op"]
@@ -48,7 +51,7 @@ def serve():
             continue
         if op == "enqueue":
             queue.update((job["id"], "pending") for job in request["jobs"])
-        result = {}
+        result: dict[str, Any] = {}
         if op == "snapshot":
             result = {"jobs": [{"job": job, "state": state, "owner": None, "attempts": None, "detail": {}}
                                for job, state in sorted(queue.items())]}
