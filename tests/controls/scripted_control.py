@@ -1,7 +1,9 @@
 """A control process for the protocol's tests, in the standard library only (it runs under another Python
 than the suite's: pyenv's 3.12). `memory` is a correct control over a queue in memory; every other mode
 breaks the protocol one way, after answering setup: `crash`, `garbage`, `hang`, `wrong_id`, `error`,
-`no_result`, `bad_snapshot`, and `stubborn` (answers everything, then ignores the end of stdin and SIGTERM)."""
+`no_result`, `bad_snapshot`, and `stubborn` (answers everything, then ignores the end of stdin and SIGTERM).
+`flaky` completes each job as it is enqueued, and answers its first two snapshots with an error (as a control
+whose backend is briefly away does)."""
 
 from __future__ import annotations
 
@@ -21,12 +23,17 @@ def answer(message: dict[str, Any]) -> None:
 
 def serve() -> None:
     queue: dict[str, str] = {}  # job id -> state
+    snapshots = 0
     for line in sys.stdin:
         request = json.loads(line)
         ident, op = request["id"], request["op"]
         sys.stderr.write(f"request {ident}: {op}\n")
         sys.stderr.flush()
-        if op == "setup" or MODE in ("memory", "stubborn"):
+        if MODE == "flaky" and op == "snapshot" and snapshots < 2:
+            snapshots += 1
+            answer({"id": ident, "error": "Connection refused (the backend is restarting)"})
+            continue
+        if op == "setup" or MODE in ("memory", "stubborn", "flaky"):
             pass
         elif MODE == "crash":
             sys.stderr.write("boom: the queue's client gave up\n")
@@ -50,7 +57,7 @@ def serve() -> None:
             answer({"id": ident, "result": {"jobs": [{"job": "job-0001", "state": "running"}]}})
             continue
         if op == "enqueue":
-            queue.update((job["id"], "pending") for job in request["jobs"])
+            queue.update((job["id"], "done" if MODE == "flaky" else "pending") for job in request["jobs"])
         result: dict[str, Any] = {}
         if op == "snapshot":
             result = {"jobs": [{"job": job, "state": state, "owner": None, "attempts": None, "detail": {}}

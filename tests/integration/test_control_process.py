@@ -131,3 +131,15 @@ def test_a_snapshot_that_breaks_the_vocabulary_is_named(tmp_path: Path) -> None:
         control.close()
     ledger.close()
     assert run_processes(tmp_path) == []
+
+
+@needs_py312
+def test_error_answers_while_the_run_drains_are_polled_through_as_a_class_exception_is(tmp_path: Path) -> None:
+    result = chaos("run", "--target", str(_scripted_target(tmp_path, "flaky")), "--scenario", "no_faults",
+                   "--seed", "1", "--runs-dir", str(tmp_path / "runs"))
+    # The queue "completed" each job as it was enqueued, so no worker ran one: the checker's own error says so.
+    assert "control process" not in str(result.verdict["error"]), result.verdict["error"]
+    ledger = read_events(result.dir / "ledger.sqlite")
+    assert [e for e in ledger if e.kind == events.DRAINED], "the drain polled past two error answers"
+    assert (result.dir / "logs" / "control.log").read_text().count(": snapshot") >= 3
+    assert run_processes(result.dir) == []
