@@ -57,6 +57,7 @@ class ControlChannel:
                  returncode: Any) -> None:
         self.target = target
         self.stdin = stdin
+        self._stdout = stdout
         self.log = log
         self.timeout_s = timeout_s
         self.returncode = returncode  # () -> the process's exit code, or None while it runs
@@ -121,6 +122,14 @@ class ControlChannel:
         if "result" not in answer:
             raise self._error(op, f"its answer has neither result nor error: {_quote(line)}")
         return answer["result"]
+
+    def close(self) -> None:
+        """Once the process has ended: the reader reads its stdout's end, and the pipe is closed (left to the
+        garbage collector where something the process started still holds it open: closing it under a reader
+        blocked in it would block too)."""
+        self._reader.join(END_S)
+        if not self._reader.is_alive():
+            self._stdout.close()
 
     def _ended(self, what: str) -> str:
         """Why the process stopped answering: its exit code, where it has exited (or does within a moment)."""
@@ -232,6 +241,7 @@ class ProcessControl:
                 pass
             self.supervisor.wait_exit(CONTROL, END_S)
             self.supervisor.close()
+            self.channel.close()
 
 
 def start_control(target: Target, backend: Backend, ledger: Ledger, log_dir: Path) -> ProcessControl:
