@@ -38,6 +38,20 @@ from chaos.usercode import load_module
 # (a key prefix, a schema, a tube, a vhost; "" where the server is the run's own), and {param:NAME}.
 PLACEHOLDERS = ("python", "target_dir", "worker", "endpoint_url", "namespace", "param:NAME")
 DEFAULT_GRACE_S = 3.0
+DEFAULT_CONTROL_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class ControlCommand:
+    """target.toml's `[control]` table: the control is a process of its own speaking docs/control-protocol.md
+    (`command`, filled in as a worker's is), whether its snapshot shows a job out for delivery, whether its
+    queue records which execution completed a job (else completion is never asked), and how long it may take
+    to answer one request."""
+
+    command: list[str]
+    shows_deliveries: bool = True
+    keeps_completions: bool = True
+    timeout_s: float = DEFAULT_CONTROL_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,7 @@ class Target:
     observer: str | None = None  # 'module:Class' of its observer, where it declares one
     image: str | None = None  # the image its workers run in (chaos.containers.workers), where they run in one
     ties: dict[str, str] = field(default_factory=dict)  # contract key -> the [params] value it is ("{param:NAME}")
+    control_process: ControlCommand | None = None  # [control]: the control runs as a process of its own
 
     def with_params(self, overrides: dict[str, str]) -> Target:
         """Apply `-p key=value` overrides (see `with_overrides`)."""
@@ -162,11 +177,13 @@ class Target:
     def check_programs(self) -> None:
         """Refuse (ConfigError) a worker or reconciler command whose program cannot start here, naming its
         key, before anything starts (else the run would break halfway, its scenario seeming to blame). A
-        program in a container is the image's, which the host cannot see."""
-        if self.image is not None:
-            return
-        for key, argv in (("worker", self.worker), ("reconciler", self.reconciler or [])):
+        program in a container is the image's, which the host cannot see (a control process runs on the host)."""
+        control = self.control_process.command if self.control_process else []
+        for key, argv in (("worker", self.worker), ("reconciler", self.reconciler or []),
+                          ("[control] command", control)):
             if not argv:
+                continue
+            if self.image is not None and key != "[control] command":  # the control runs on the host
                 continue
             program = self.command(argv[:1], "w1", "", "")[0]
             problem = _program_problem(program, self.path)
@@ -177,6 +194,7 @@ class Target:
                                   "the script: [\"{python}\", \"{target_dir}/worker.py\"]).")
 
     def load_control(self, backend: Backend) -> Control:
+        """The control class's instance (the in-process form; a `[control]` process is the runtime's to start)."""
         control: Control = self._construct(self.control, "control", backend)
         missing = [name for name in CONTROL_MEMBERS if not hasattr(control, name)]
         if missing:
@@ -237,10 +255,12 @@ def load_target(folder: Path) -> Target:
                 or not argv[0].strip():
             raise ConfigError(f"{file}: {key} = {argv!r}; expected a non-empty list of strings, a program and its "
                               "arguments, such as [\"{python}\", \"{target_dir}/worker.py\"].")
+    control_process = _load_control(raw.get("control"), file)
     params = _load_params(dict(need("params", dict, "a [params] table")) if "params" in raw else {}, file)
     tied, ties = tie(dict(need("contract", dict, "a [contract] table")), params, str(file))
     contract = Contract.from_dict(tied, described(str(file), ties))
-    for argv, key in ((worker, "worker"), (reconciler or [], "reconciler")):
+    for argv, key in ((worker, "worker"), (reconciler or [], "reconciler"),
+                      (control_process.command if control_process else [], "[control] command")):
         _check_placeholders(argv, key, params, file)
     choices = _load_choices(raw.get("choices", {}), params, file)
     server = _load_server(dict(need("server", dict, "a [server] table")) if "server" in raw else {}, backend, params,
@@ -259,9 +279,40 @@ def load_target(folder: Path) -> Target:
     if image is not None and (not isinstance(image, str) or not image.strip()):
         raise ConfigError(f"{file}: image = {image!r}; expected the name of a Docker image to run the workers in "
                           "(\"queue-chaos/python\" runs them on the host's Python), or no image key.")
-    return Target(name, folder.resolve(), str(raw.get("description", "")), backend,
-                  str(raw.get("control", "control:Control")), worker, contract, params, choices, reconciler, server,
-                  float(grace), observer, image, ties)
+    spec = raw.get("control", "control:Control") if control_process is None else "[control] command"
+    return Target(name, folder.resolve(), str(raw.get("description", "")), backend, str(spec), worker, contract,
+                  params, choices, reconciler, server, float(grace), observer, image, ties, control_process)
+
+
+_CONTROL_KEYS = {"command": "a non-empty list of strings, the program and its arguments",
+                 "shows_deliveries": "true or false", "keeps_completions": "true or false", "timeout_s": SECONDS}
+
+
+def _load_control(raw: Any, file: Path) -> ControlCommand | None:
+    """`control = "module:Class"` (a class in the suite's process: None here) or a `[control]` table (a process)."""
+    if raw is None or isinstance(raw, str):
+        return None
+    example = '[control] with command = ["node", "{target_dir}/control.js"]'
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{file}: control = {raw!r}; expected \"module:Class\" (a class in the suite's process) or "
+                          f"{example} (a process speaking docs/control-protocol.md).")
+    for key in raw:
+        if key not in _CONTROL_KEYS:
+            raise ConfigError(f"{file}: [control] sets {key!r}; its keys are {', '.join(_CONTROL_KEYS)}.")
+    command = raw.get("command")
+    if not isinstance(command, list) or not command or not all(isinstance(part, str) for part in command) \
+            or not command[0].strip():
+        raise ConfigError(f"{file}: [control] command = {command!r}; expected {_CONTROL_KEYS['command']}, such as "
+                          '["node", "{target_dir}/control.js"].')
+    for key in ("shows_deliveries", "keeps_completions"):
+        if not isinstance(raw.get(key, True), bool):
+            raise ConfigError(f"{file}: [control] {key} = {raw[key]!r}; expected true or false.")
+    timeout = raw.get("timeout_s", DEFAULT_CONTROL_TIMEOUT_S)
+    if not is_seconds(timeout):
+        raise ConfigError(f"{file}: [control] timeout_s = {timeout!r}; expected {SECONDS} (how long the control "
+                          "process may take to answer one request).")
+    return ControlCommand(list(command), raw.get("shows_deliveries", True), raw.get("keeps_completions", True),
+                          float(timeout))
 
 
 _KIND_EXAMPLES = {"integer": "an integer", "number": "a finite number", "boolean": "true or false",

@@ -131,7 +131,8 @@ def _judge(report: CheckReport, seen: dict[str, Any], verdict: Verdict, ledger: 
     ok, problem = report.passed.append, report.problems.append
     if "empty" not in seen:
         problem(f"The run ended before the control's first snapshot: {_cause(verdict)}. setup() and snapshot() of "
-                f"the target's control class must work on a fresh server; the run dir {report.run_dir} holds the rest.")
+                f"the target's control (its class, or its [control] process: logs/control.log is its stderr) must "
+                f"work on a fresh server; the run dir {report.run_dir} holds the rest.")
         return
     if seen["empty"]:
         problem(f"snapshot() on the fresh queue, before anything was enqueued, lists {sorted(seen['empty'])[:5]}: "

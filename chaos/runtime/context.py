@@ -18,6 +18,7 @@ from chaos.ledger import Ledger
 from chaos.names import check_name
 from chaos.queue_model import Control, Job, JobState
 from chaos.runtime.completions import Completions
+from chaos.runtime.control_process import ControlAnswerError
 from chaos.runtime.gates import Gate as ArmedGate
 from chaos.runtime.launcher import Launcher
 from chaos.runtime.nemesis import ActiveFault, Nemesis
@@ -241,6 +242,8 @@ class ScenarioContext(Context):
                     self._doing("running the scenario")
                     return True
                 last_error = ""
+            except ControlAnswerError as exc:  # a control process's error answer: as a class's exception
+                last_error = str(exc)
             except ChaosError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the backend may be restarting; keep polling

@@ -40,6 +40,7 @@ from chaos.reports import write_reports
 from chaos.runtime import exit_owner, last_resort
 from chaos.runtime.cleanup import clean_killed_runs
 from chaos.runtime.context import ScenarioContext
+from chaos.runtime.control_process import ControlAnswerError, start_control
 from chaos.runtime.deadline import deadline, default_deadline_s
 from chaos.runtime.environment import Environment
 from chaos.runtime.launcher import Launcher
@@ -188,11 +189,16 @@ def _effecting_executions(ledger: list[Event]) -> set[tuple[str | None, object]]
 
 def _settled(read: Callable[[], T], within_s: float) -> T:
     """The queue's final view, read again through transient errors for a while: a backend restarted at
-    the end of a scenario drops the control's connection, and its first use after that fails once."""
+    the end of a scenario drops the control's connection, and its first use after that fails once (a control
+    process answers an error then)."""
     until = time.monotonic() + within_s
     while True:
         try:
             return read()
+        except ControlAnswerError:
+            if time.monotonic() >= until:
+                raise
+            time.sleep(0.1)
         except ChaosError:
             raise
         except Exception:
@@ -268,8 +274,7 @@ class Run:
                     self.target.server_settings(self.provider.options)),
                     self.dir if any(KINDS[kind].network for kind in self.scenario.faults) else None)
                 stack.callback(environment.close)
-                control = self._target_code("loading its control",
-                                            lambda: self.target.load_control(environment.backend))
+                control = self._target_code("loading its control", lambda: self._control(environment))
                 stack.callback(control.close)
                 self._target_code("its control's setup()", control.setup)
                 recorder = self._target_code("its observer's install()", lambda: self._recorder(environment, stack))
@@ -344,6 +349,12 @@ class Run:
             raise TargetCodeError(f"Target {self.target.name} raised {type(exc).__name__} in {what}: {exc}. "
                                   "Everything the run started was stopped; the traceback follows.\n"
                                   f"{traceback.format_exc()}") from exc
+
+    def _control(self, environment: Environment) -> Control:
+        """The target's control: its class in this process, or its process (`[control]`), started like a worker."""
+        if self.target.control_process is None:
+            return self.target.load_control(environment.backend)
+        return start_control(self.target, environment.backend, self.ledger, self.dir / "logs")
 
     def _recorder(self, environment: Environment, stack: ExitStack) -> Recorder | None:
         """The target's observer, installed before any job, its record journaled while the run goes on."""

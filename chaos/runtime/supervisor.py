@@ -92,7 +92,9 @@ class Supervisor:
         self._host_pids: dict[tuple[str, int], int] = {}  # (container, pid in it) -> host pid
 
     def start(self, name: str, argv: list[str], env: dict[str, str], role: str = "worker",
-              cwd: Path | None = None, containers: WorkerContainers | None = None) -> Managed:
+              cwd: Path | None = None, containers: WorkerContainers | None = None, stdio: bool = False) -> Managed:
+        """Start a process; with `stdio`, its stdin and stdout are pipes (a control process's channel, whose
+        stderr alone goes to the log), else stdin is /dev/null and both outputs go to the log."""
         if name in self.processes and self.processes[name].alive:
             raise HarnessError(f"process {name} is already running")
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -101,12 +103,12 @@ class Supervisor:
         # and its registration here, or the process would be nobody's to stop: hold SIGALRM until then.
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
         try:
-            return self._spawner.call(lambda: self._start(name, argv, env, role, cwd, log, containers))
+            return self._spawner.call(lambda: self._start(name, argv, env, role, cwd, log, containers, stdio))
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def _start(self, name: str, argv: list[str], env: dict[str, str], role: str, cwd: Path | None,
-               log: Path, containers: WorkerContainers | None) -> Managed:
+               log: Path, containers: WorkerContainers | None, stdio: bool) -> Managed:
         env = {**env, events.ENV_RUN_MARKER: self.marker}
         container, command = None, argv
         if containers is not None:
@@ -114,7 +116,9 @@ class Supervisor:
         try:
             with open(log, "ab") as out:
                 popen = subprocess.Popen(command, env=env, cwd=cwd,
-                                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.PIPE if stdio else subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE if stdio else out,
+                                         stderr=out if stdio else subprocess.STDOUT,
                                          start_new_session=True, preexec_fn=_child_setup(
                                              die_with_parent(), self.cgroup.entry() if self.cgroup else None))
         except FileNotFoundError as exc:
