@@ -22,6 +22,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from chaos.backends.base import Backend
@@ -195,6 +196,14 @@ class Target:
                                   "the target folder, or absolute) or a command on PATH, such as \"{python}\" (then "
                                   "the script: [\"{python}\", \"{target_dir}/worker.py\"]).")
 
+    def check_modules(self) -> None:
+        """Import the control's and the observer's modules once, before anything starts: a library they
+        import that is not installed is then refused (ConfigError, naming its pip install) before a server
+        runs. The run imports them again when it builds them; what they define at the top is cheap."""
+        for spec, what in ((self.control, "control"), (self.observer, "observer")):
+            if spec is not None:
+                self._module(spec, what)
+
     def load_control(self, backend: Backend) -> Control:
         control: Control = self._construct(self.control, "control", backend)
         missing = [name for name in CONTROL_MEMBERS if not hasattr(control, name)]
@@ -214,17 +223,21 @@ class Target:
 
     def _construct(self, spec: str, what: str, backend: Backend) -> Any:
         """The class `spec` ('module:Class') names in the target's folder, built with (backend, params, contract)."""
-        module_name, _, attr = spec.partition(":")
-        file = self.path / f"{module_name}.py"
-        if not file.is_file():
-            raise ConfigError(f"{self.path / 'target.toml'}: {what} = {spec!r} names {file}, which "
-                              "does not exist. Expected 'module:Class' with module.py in the target folder.")
-        module = load_module(file, f"chaos_target_{self.name}_{module_name}", f"{what} module")
-        name = attr or what.capitalize()
+        module, file = self._module(spec, what)
+        name = spec.partition(":")[2] or what.capitalize()
         factory = getattr(module, name, None)
         if factory is None:
             raise ConfigError(f"{file} defines no {name}; target.toml's {what} names it.")
         return factory(backend, dict(self.params), self.contract)
+
+    def _module(self, spec: str, what: str) -> tuple[ModuleType, Path]:
+        """The module `spec` ('module:Class') names in the target's folder, freshly imported, and its file."""
+        module_name = spec.partition(":")[0]
+        file = self.path / f"{module_name}.py"
+        if not file.is_file():
+            raise ConfigError(f"{self.path / 'target.toml'}: {what} = {spec!r} names {file}, which "
+                              "does not exist. Expected 'module:Class' with module.py in the target folder.")
+        return load_module(file, f"chaos_target_{self.name}_{module_name}", f"{what} module"), file
 
 
 def load_target(folder: Path) -> Target:
