@@ -82,3 +82,19 @@ def test_doctor_shows_the_missing_library_and_its_extra() -> None:
     assert rows["rq"] == here, "a library that is not blocked is as this interpreter has it"
     assert "celery does not import here (the celery extra of queue-chaos" in done.stdout
     assert "pip install 'queue-chaos[celery]'" in done.stdout
+
+
+def test_workers_in_containers_without_the_docker_extra_name_it(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    done = chaos_without(["docker", "testcontainers"], "run", "--target", "redis_basic", "--scenario", "no_faults",
+                         "--worker-image", "queue-chaos/python", "--runs-dir", str(runs))
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'queue-chaos[docker]'" in done.stderr and "Traceback" not in done.stderr
+    assert not runs.exists() or not any(runs.iterdir()), "refused before a run folder is made"
+
+
+def test_clean_without_the_docker_extra_has_no_container_of_its_own_to_reap(tmp_path: Path) -> None:
+    """Where an engine's socket exists but the SDK does not import, this install started no container."""
+    done = chaos_without(["docker", "testcontainers"], "clean", "--runs-dir", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "nothing to clean" in done.stdout
