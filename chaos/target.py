@@ -196,11 +196,12 @@ class Target:
                                   "the target folder, or absolute) or a command on PATH, such as \"{python}\" (then "
                                   "the script: [\"{python}\", \"{target_dir}/worker.py\"]).")
 
-    def check_modules(self) -> None:
-        """Import the control's and the observer's modules once, before anything starts: a library they
-        import that is not installed is then refused (ConfigError, naming its pip install) before a server
-        runs. The run imports them again when it builds them; what they define at the top is cheap."""
-        for spec, what in ((self.control, "control"), (self.observer, "observer")):
+    def check_modules(self, observer: bool = True) -> None:
+        """Import the control's module, and the observer's unless the run goes without it, once before
+        anything starts: a library they import that is not installed is then refused (ConfigError, naming
+        its pip install) before a server runs. The run imports them again when it builds them; what they
+        define at the top is cheap."""
+        for spec, what in ((self.control, "control"), (self.observer if observer else None, "observer")):
             if spec is not None:
                 self._module(spec, what)
 

@@ -13,6 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from chaos import ConfigError
+from chaos.target import load_target
+
 REPO = Path(__file__).resolve().parents[2]
 # `python -c WITHOUT <packages> -- <chaos arguments>`: the CLI, with those top-level packages unimportable.
 WITHOUT = """
@@ -98,3 +103,16 @@ def test_clean_without_the_docker_extra_has_no_container_of_its_own_to_reap(tmp_
     done = chaos_without(["docker", "testcontainers"], "clean", "--runs-dir", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "nothing to clean" in done.stdout
+
+
+def test_an_observers_missing_library_is_refused_unless_the_run_goes_without_it(tmp_path: Path) -> None:
+    folder = user_target(tmp_path, "json")
+    (folder / "observer.py").write_text("import queue_lib_nobody_installed\n")
+    toml = folder / "target.toml"
+    toml.write_text(toml.read_text().replace('control = "control:Control"\n',
+                                             'control = "control:Control"\nobserver = "observer:Observer"\n'))
+    target = load_target(folder)
+    with pytest.raises(ConfigError, match=r"observer module .* imports queue_lib_nobody_installed, which is not "
+                                          r"installed .* Install it: pip install queue_lib_nobody_installed"):
+        target.check_modules()
+    target.check_modules(observer=False)
