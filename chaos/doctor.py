@@ -1,5 +1,6 @@
 """`chaos doctor`: one table of what this machine has of what the suite can use (the Docker engine, the
-backend servers' packages, each backend provider, each fault kind) and how to get what it lacks.
+backend servers' packages, each backend provider with the Python packages it imports, each fault kind,
+the libraries the bundled adapters judge) and how to get what it lacks.
 
 It answers before a run does: a run refused for a missing server or library says so only once it is
 asked for, and only for itself. Doctor starts no server (every check is a lookup on PATH, a glob, an
@@ -10,7 +11,10 @@ row carrying its error's text. Tests that need a piece skip with the same text (
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import importlib.util
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -57,6 +61,7 @@ def doctor_rows() -> list[DoctorRow]:
     rows += _binary_rows()
     rows += _provider_rows(engine_ok=rows[0].ok)
     rows += _fault_rows()
+    rows += _library_rows()
     return rows
 
 
@@ -225,6 +230,49 @@ def _fault_row(kind: FaultKind) -> DoctorRow:
             return DoctorRow("fault kind", kind.name, "missing", "; ".join([detail, *needs]), rest or SETUP)
         needs.append("this machine passes its preflight")
     return DoctorRow("fault kind", kind.name, "ok", "; ".join(needs) or "needs only the worker's process")
+
+
+def _library_rows() -> list[DoctorRow]:
+    """One row per extra of queue-chaos that its `libraries` extra gathers (the bundled adapters' libraries,
+    each pinned as its adapter's README judges it): whether each of its packages imports here, at that pin."""
+    try:
+        declared = importlib.metadata.metadata("queue-chaos").get_all("Requires-Dist") or []
+    except importlib.metadata.PackageNotFoundError:
+        return [DoctorRow("library", "libraries", "missing", "queue-chaos is not installed, so its extras are "
+                          "unknown", "pip install -e '.[libraries]' in the checkout, or " + SETUP)]
+    extras: dict[str, list[str]] = {}
+    for line in declared:
+        requirement, _, marker = line.partition(";")
+        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
+        if extra:
+            extras.setdefault(extra[1], []).append(requirement.strip())
+    gathered = next((re.search(r"\[([^\]]*)\]", requirement) for requirement in extras.get("libraries", [])), None)
+    names = [name.strip() for name in gathered[1].split(",")] if gathered else []
+    return [_guarded("library", name, partial(_library_row, name, extras.get(name, []))) for name in names]
+
+
+def _library_row(extra: str, requirements: list[str]) -> DoctorRow:
+    fix = f"pip install 'queue-chaos[{extra}]', or {SETUP}"
+    found: list[str] = []
+    for requirement in requirements:
+        parts = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(?:==\s*([^,\s]+))?", requirement)
+        if parts is None:
+            continue
+        name, pinned = parts[1], parts[2]
+        module = re.sub(r"[-.]+", "_", name).lower()
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            return DoctorRow("library", extra, "missing", f"{name} does not import here (the {extra} extra of "
+                             "queue-chaos, which its bundled adapters need)", fix)
+        version = importlib.metadata.version(name)
+        if pinned is not None and version != pinned:
+            return DoctorRow("library", extra, "missing", f"{name} {version} is installed; its bundled adapters "
+                             f"judge {pinned}", fix)
+        found.append(f"{name} {version}")
+    return DoctorRow("library", extra, "ok", f"{', '.join(found)} (the {extra} extra of queue-chaos)")
 
 
 # -- helpers ---------------------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ import shutil
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from chaos.backends.base import Backend
@@ -30,12 +32,14 @@ from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.contract_params import described, kind_of, referenced, resolve, tie
 from chaos.errors import ConfigError
 from chaos.names import check_name
+from chaos.pythons import Interpreter, find
 from chaos.queue_model import CONTROL_MEMBERS, Control, Observer
 from chaos.usercode import load_module
 
-# What a worker or reconciler command may name: the suite's interpreter, the target's folder, the process's
-# name (w1), its own way to the backend (a proxy under network faults), the run's namespace on the server
-# (a key prefix, a schema, a tube, a vhost; "" where the server is the run's own), and {param:NAME}.
+# What a worker or reconciler command may name: the suite's interpreter (or the one [worker] python names),
+# the target's folder, the process's name (w1), its own way to the backend (a proxy under network faults), the
+# run's namespace on the server (a key prefix, a schema, a tube, a vhost; "" where the server is the run's
+# own), and {param:NAME}.
 PLACEHOLDERS = ("python", "target_dir", "worker", "endpoint_url", "namespace", "param:NAME")
 DEFAULT_GRACE_S = 3.0
 DEFAULT_CONTROL_TIMEOUT_S = 30.0
@@ -71,6 +75,7 @@ class Target:
     observer: str | None = None  # 'module:Class' of its observer, where it declares one
     image: str | None = None  # the image its workers run in (chaos.containers.workers), where they run in one
     ties: dict[str, str] = field(default_factory=dict)  # contract key -> the [params] value it is ("{param:NAME}")
+    python: str | None = None  # [worker] python: the interpreter {python} names ("3.12" or a path), where not ours
     control_process: ControlCommand | None = None  # [control]: the control runs as a process of its own
 
     def with_params(self, overrides: dict[str, str]) -> Target:
@@ -168,16 +173,33 @@ class Target:
         names = {option.name for option in declared}
         return {key: value for key, value in self.server.items() if key in names}
 
+    def interpreter(self) -> Interpreter | None:
+        """The Python `[worker] python` names (a ConfigError saying how to install it where it is missing),
+        or None: then {python} is the suite's own interpreter. Looked for once per process."""
+        if self.python is None:
+            return None
+        return _interpreter(self.python, self.path, f"{self.path / 'target.toml'}: [worker]")
+
     def command(self, argv: list[str], worker: str, endpoint_url: str, namespace: str) -> list[str]:
         """A process's command line with its placeholders filled in (see PLACEHOLDERS)."""
-        values = {"python": sys.executable, "target_dir": str(self.path), "worker": worker,
+        interpreter = self.interpreter()
+        python = sys.executable if interpreter is None else str(interpreter.path)
+        values = {"python": python, "target_dir": str(self.path), "worker": worker,
                   "endpoint_url": endpoint_url, "namespace": namespace, "param": _Params(self.params)}
         return [part.format(**values) for part in argv]
 
     def check_programs(self) -> None:
         """Refuse (ConfigError) a worker or reconciler command whose program cannot start here, naming its
         key, before anything starts (else the run would break halfway, its scenario seeming to blame). A
-        program in a container is the image's, which the host cannot see (a control process runs on the host)."""
+        program in a container is the image's, which the host cannot see, and so is its Python (a control
+        process runs on the host)."""
+        if self.image is not None and self.python is not None:
+            raise ConfigError(f"{self.path / 'target.toml'}: [worker] python = {self.python!r} and image = "
+                              f"{self.image!r}: a worker in a container runs the image's Python, not one of "
+                              "this machine's. Drop python to run in the image, or drop the image (and "
+                              "--worker-image) to run the worker on this machine under that Python.")
+        if self.image is None:
+            self.interpreter()
         control = self.control_process.command if self.control_process else []
         for key, argv in (("worker", self.worker), ("reconciler", self.reconciler or []),
                           ("[control] command", control)):
@@ -192,6 +214,16 @@ class Target:
                                   f"The first item of {key} is its program: an executable file (a path relative to "
                                   "the target folder, or absolute) or a command on PATH, such as \"{python}\" (then "
                                   "the script: [\"{python}\", \"{target_dir}/worker.py\"]).")
+
+    def check_modules(self, observer: bool = True) -> None:
+        """Import the control's module, and the observer's unless the run goes without it, once before
+        anything starts: a library they import that is not installed is then refused (ConfigError, naming
+        its pip install) before a server runs. The run imports them again when it builds them; what they
+        define at the top is cheap."""
+        control = self.control if self.control_process is None else None  # a process: nothing to import
+        for spec, what in ((control, "control"), (self.observer if observer else None, "observer")):
+            if spec is not None:
+                self._module(spec, what)
 
     def load_control(self, backend: Backend) -> Control:
         """The control class's instance (the in-process form; a `[control]` process is the runtime's to start)."""
@@ -213,17 +245,21 @@ class Target:
 
     def _construct(self, spec: str, what: str, backend: Backend) -> Any:
         """The class `spec` ('module:Class') names in the target's folder, built with (backend, params, contract)."""
-        module_name, _, attr = spec.partition(":")
-        file = self.path / f"{module_name}.py"
-        if not file.is_file():
-            raise ConfigError(f"{self.path / 'target.toml'}: {what} = {spec!r} names {file}, which "
-                              "does not exist. Expected 'module:Class' with module.py in the target folder.")
-        module = load_module(file, f"chaos_target_{self.name}_{module_name}", f"{what} module")
-        name = attr or what.capitalize()
+        module, file = self._module(spec, what)
+        name = spec.partition(":")[2] or what.capitalize()
         factory = getattr(module, name, None)
         if factory is None:
             raise ConfigError(f"{file} defines no {name}; target.toml's {what} names it.")
         return factory(backend, dict(self.params), self.contract)
+
+    def _module(self, spec: str, what: str) -> tuple[ModuleType, Path]:
+        """The module `spec` ('module:Class') names in the target's folder, freshly imported, and its file."""
+        module_name = spec.partition(":")[0]
+        file = self.path / f"{module_name}.py"
+        if not file.is_file():
+            raise ConfigError(f"{self.path / 'target.toml'}: {what} = {spec!r} names {file}, which "
+                              "does not exist. Expected 'module:Class' with module.py in the target folder.")
+        return load_module(file, f"chaos_target_{self.name}_{module_name}", f"{what} module"), file
 
 
 def load_target(folder: Path) -> Target:
@@ -248,7 +284,7 @@ def load_target(folder: Path) -> Target:
     backend = need("backend", str, '"postgres"')
     if backend not in KINDS:
         raise ConfigError(f"{file}: backend = {backend!r} is not supported; expected one of {', '.join(KINDS)}.")
-    worker = need("worker", list, '["{python}", "{target_dir}/worker.py"] (the worker command)')
+    worker, python = _load_worker(raw.get("worker"), file)
     reconciler = raw.get("reconciler")
     for argv, key in ((worker, "worker"), *([(reconciler, "reconciler")] if "reconciler" in raw else [])):
         if not isinstance(argv, list) or not argv or not all(isinstance(part, str) for part in argv) \
@@ -281,7 +317,7 @@ def load_target(folder: Path) -> Target:
                           "(\"queue-chaos/python\" runs them on the host's Python), or no image key.")
     spec = raw.get("control", "control:Control") if control_process is None else "[control] command"
     return Target(name, folder.resolve(), str(raw.get("description", "")), backend, str(spec), worker, contract,
-                  params, choices, reconciler, server, float(grace), observer, image, ties, control_process)
+                  params, choices, reconciler, server, float(grace), observer, image, ties, python, control_process)
 
 
 _CONTROL_KEYS = {"command": "a non-empty list of strings, the program and its arguments",
@@ -313,6 +349,32 @@ def _load_control(raw: Any, file: Path) -> ControlCommand | None:
                           "process may take to answer one request).")
     return ControlCommand(list(command), raw.get("shows_deliveries", True), raw.get("keeps_completions", True),
                           float(timeout))
+
+
+def _load_worker(raw: Any, file: Path) -> tuple[Any, str | None]:
+    """`worker = [command]`, or a [worker] table: its `command`, and the `python` that {python} names in the
+    target's commands (a version such as "3.12", or an interpreter's path), for a library that needs
+    another Python than the suite's. The command is checked with the reconciler's."""
+    if isinstance(raw, dict):
+        unknown = sorted(set(raw) - {"command", "python"})
+        if unknown or "command" not in raw:
+            raise ConfigError(f"{file}: [worker] takes command = [\"{{python}}\", \"{{target_dir}}/worker.py\"] "
+                              f"(required) and python = \"3.12\" (optional); found keys {sorted(raw)}.")
+        python = raw.get("python")
+        if python is not None and (not isinstance(python, str) or not python.strip()):
+            raise ConfigError(f"{file}: [worker] python = {python!r}; expected a Python version such as \"3.12\", or "
+                              "the path of an interpreter (a virtualenv's bin/python), or no python key.")
+        return raw["command"], python
+    if not isinstance(raw, list):
+        raise ConfigError(f"{file}: expected worker = [\"{{python}}\", \"{{target_dir}}/worker.py\"] (the worker "
+                          f"command), or a [worker] table with command and python, found {raw!r}. See "
+                          "targets/pg_lease/target.toml for a complete example.")
+    return raw, None
+
+
+@cache
+def _interpreter(spec: str, base: Path, where: str) -> Interpreter:
+    return find(spec, base, where)
 
 
 _KIND_EXAMPLES = {"integer": "an integer", "number": "a finite number", "boolean": "true or false",

@@ -24,3 +24,5 @@ python3 -m pip install -q --disable-pip-version-check -e ".[test,libraries,docke
 bash ci/start_docker.sh
 # arq pins a redis client the rest outgrow: a virtualenv of its own (targets/arq_redis/README.md).
 bash ci/setup_arq.sh
+# Python 3.12 and 3.13 beside the machine's 3.11: a virtualenv each for the unit tier (ci/unit_pythons.sh).
+bash ci/setup_pythons.sh

@@ -4,6 +4,7 @@ without Ryuk (whose image cannot be pulled here)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from dataclasses import dataclass
@@ -42,6 +43,14 @@ def engine_present() -> bool:
     """Whether an engine may answer here at all (its socket exists, or DOCKER_HOST names one): checked
     before a cleanup asks it anything, so that a machine without Docker never waits on one."""
     return bool(os.environ.get("DOCKER_HOST")) or os.path.exists(_where().removeprefix("unix://"))
+
+
+def sdk_present() -> bool:
+    """Whether the Docker SDK for Python (the docker extra) imports here, without importing it."""
+    try:
+        return importlib.util.find_spec("docker") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def status() -> EngineStatus:
@@ -95,7 +104,8 @@ def owned(kind: str, run_id: str | None = None) -> list[Any]:
 
 def orphaned_runs() -> set[str]:
     """The runs whose containers, networks or volumes are left while the process that made them is gone
-    (a runner SIGKILLed before its end, whose run dir may be gone too)."""
+    (a runner SIGKILLed before its end, whose run dir may be gone too). ConfigError where the SDK is missing."""
+    client()
     import docker
 
     found: dict[str, str] = {}

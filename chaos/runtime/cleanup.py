@@ -118,8 +118,9 @@ def _named(made: list[dict[str, object]]) -> list[str]:
 
 def _reap_orphaned_containers() -> list[tuple[bool, str]]:
     """Containers, networks and volumes of the suite whose runner is gone (by their labels, whether or not
-    their run dir is still there): what Ryuk would reap, where its image cannot be pulled."""
-    if not engine.engine_present():
+    their run dir is still there): what Ryuk would reap, where its image cannot be pulled. Without the
+    Docker SDK (the docker extra) this install started no container, so there is nothing of its to reap."""
+    if not engine.engine_present() or not engine.sdk_present():
         return []
     try:
         return [(True, f"run {run}: removed {', '.join(engine.reap(run))}") for run in sorted(engine.orphaned_runs())]

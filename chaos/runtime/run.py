@@ -168,6 +168,7 @@ def prepare(target: Target, scenario: Scenario, options: RunOptions) -> Prepared
     check_server_overrides(prepared.target, prepared.provider, options.overrides)
     check_faults(scenario, prepared.provider, prepared.target)
     prepared.target.check_programs()
+    prepared.target.check_modules(observer=options.observe)
     prepared.provider.preflight(options.backend_url)
     if prepared.target.image is not None:
         check_image(prepared.target.image)

@@ -44,6 +44,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.usercode": ("chaos.errors",),
     "chaos.plugins": ("chaos.errors",),
     "chaos.names": ("chaos.errors",),
+    "chaos.pythons": ("chaos.errors",),
     "chaos.ledger": ("chaos.errors", "chaos.events"),
     # The queue's vocabulary (Job, JobState, QueueRecord, Control, Observer), which the backends' helpers speak.
     "chaos.queue_model": ("chaos.backends.base",),
@@ -57,7 +58,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "chaos.backends.options": ("chaos.errors",),
     "chaos.backends.registry": ("chaos.backends.base", "chaos.backends.options", "chaos.errors", "chaos.plugins"),
     "chaos.target": ("chaos.backends.base", "chaos.backends.options", "chaos.backends.registry", "chaos.contract",
-                     "chaos.contract_params", "chaos.errors", "chaos.names", "chaos.queue_model", "chaos.usercode"),
+                     "chaos.contract_params", "chaos.errors", "chaos.names", "chaos.pythons", "chaos.queue_model",
+                     "chaos.usercode"),
     "chaos.faults": ("chaos.faults", "chaos.events", "chaos.errors", "chaos.backends.base", "chaos.containers.engine",
                      "chaos.plugins"),
     "chaos.check": ("chaos.check", "chaos.faults", "chaos.events", "chaos.contract"),
