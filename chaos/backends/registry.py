@@ -6,7 +6,8 @@ PROVIDERS, whose factories import the server code only when a run opens one, so 
 cheap; SERVER_PACKAGE and REFERENCE_TARGET (see chaos.backends.packages, chaos.authoring.scaffold); and
 optionally EXPORTS, the public names of its control and observer code (`chaos` exports a built-in
 kind's), and WORKER_HELPERS, its modules that run inside a worker process (chaos.worker.<kind>), which
-bundled targets may import as they may `chaos`'s own names.
+bundled targets may import as they may `chaos`'s own names; and LAYOUT, the module that reads an
+observer declared as configuration in target.toml (`layout_module`).
 """
 
 from __future__ import annotations
@@ -133,6 +134,14 @@ def reference_target(kind: str) -> str:
     """The bundled correct target of `kind` that a new target starts from (its package's REFERENCE_TARGET)."""
     found: str = package(kind).REFERENCE_TARGET
     return found
+
+
+def layout_module(kind: str) -> ModuleType | None:
+    """The module that turns a layout declared in target.toml's [observer] table into an observer, where
+    `kind` reads one (its package's LAYOUT: `parse_layout(table, where)`, `observer(layout, backend, params,
+    contract)`)."""
+    name = getattr(package(kind), "LAYOUT", None)
+    return importlib.import_module(name) if name else None
 
 
 def server_options(kind: str) -> dict[str, ServerOption]:
