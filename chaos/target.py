@@ -25,7 +25,7 @@ from typing import Any
 
 from chaos.backends.base import Backend
 from chaos.backends.options import ServerOption
-from chaos.backends.registry import KINDS, layout_module, server_options
+from chaos.backends.registry import KINDS, layout_module, layout_observer, server_options
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.contract_params import described, kind_of, referenced, resolve, tie
 from chaos.errors import ConfigError
@@ -213,9 +213,7 @@ class Target:
 
     def load_observer(self, backend: Backend) -> Observer | None:
         if self.layout is not None:
-            module = layout_module(self.backend)
-            assert module is not None, "a layout is parsed only where its kind reads one"
-            made: Observer = module.observer(self.layout, backend, dict(self.params), self.contract)
+            made: Observer = layout_observer(self.backend)(backend, dict(self.params), self.contract, self.layout)
             return made
         if self.observer is None:
             return None

@@ -291,9 +291,9 @@ def _judge_observer(report: CheckReport, ledger: list[Event]) -> None:
             continue
         records = [e for e in ledger if e.kind == kind and e.job == JOB]
         if not records:
-            report.problems.append(f"The observer ({report.target.observed_by}) recorded no {what} of {JOB}: its read() "
-                                   f"must return the queue's {what} records (kind {kind.removeprefix('queue.')!r}) "
-                                   "once the queue has committed them.")
+            report.problems.append(f"The observer ({report.target.observed_by}) recorded no {what} of {JOB}: its "
+                                   f"read() must return the queue's {what} records (kind "
+                                   f"{kind.removeprefix('queue.')!r}) once the queue has committed them.")
         elif records[0].worker != WORKER:
             report.problems.append(f"The observer's {what} record of {JOB} names {records[0].worker!r}, not "
                                    f"{WORKER!r}: the actor must be the suite's name of the worker (the library's "

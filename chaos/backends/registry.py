@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chaos.backends.base import Backend, BackendSettings
 from chaos.backends.options import ServerOption
@@ -137,11 +137,17 @@ def reference_target(kind: str) -> str:
 
 
 def layout_module(kind: str) -> ModuleType | None:
-    """The module that turns a layout declared in target.toml's [observer] table into an observer, where
-    `kind` reads one (its package's LAYOUT: `parse_layout(table, where)`, `observer(layout, backend, params,
-    contract)`)."""
+    """The module whose `parse_layout(table, where)` reads a layout declared in target.toml's [observer]
+    table, where `kind` reads one (its package's LAYOUT)."""
     name = getattr(package(kind), "LAYOUT", None)
     return importlib.import_module(name) if name else None
+
+
+def layout_observer(kind: str) -> Any:
+    """The observer class of a declared layout (its package's LAYOUT_OBSERVER, 'module:Class'), built with
+    (backend, params, contract, layout)."""
+    module, _, name = str(package(kind).LAYOUT_OBSERVER).partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def server_options(kind: str) -> dict[str, ServerOption]:

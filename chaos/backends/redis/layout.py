@@ -19,11 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.backends.base import Backend
 from chaos.backends.redis.replication import Change, ReplayedLayout
-from chaos.contract import Contract
 from chaos.errors import ConfigError
-from chaos.queue_model import Observer
 
 PHASES = ("queued", "active", "done", "dead")
 FORMATS = ("hash", "json")
@@ -543,9 +540,3 @@ def parse_record_state(reply: Any, layout: RedisLayout, prefix: str) -> RecordSt
             state.scored[key] = dict.fromkeys(value, 0.0)
     return state
 
-
-def observer(layout: RedisLayout, backend: Backend, params: dict[str, Any], contract: Contract) -> Observer:
-    """The observer of a declared layout (imported here, since it needs the redis client; parsing does not)."""
-    from chaos.backends.redis.observer import LayoutObserver
-
-    return LayoutObserver(backend, params, contract, layout)
