@@ -6,12 +6,14 @@ writes inside MULTI/EXEC) and for a hash-per-job layout with per-worker lists.""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from chaos.authoring.scaffold import new_target
 from chaos.backends.redis.layout import LayoutError, RecordModel, RecordState, RedisLayout, parse_layout
 from chaos.backends.redis.replication import Change
 from chaos.errors import ConfigError
@@ -197,3 +199,24 @@ def test_only_a_kind_that_reads_layouts_takes_an_observer_table(tmp_path: Path) 
         load_with(tmp_path, "postgres", '[observer]\nrecord = "job:{id}"')
     with pytest.raises(ConfigError, match="expected 'module:Class'"):
         load_with(tmp_path, "redis", "observer = 3")
+
+
+def test_a_library_scaffold_has_no_reference_observer_and_its_layout_needs_only_filling_in(tmp_path: Path) -> None:
+    folder = new_target("my_lib", "redis", tmp_path, library=True)
+    assert sorted(p.name for p in folder.iterdir()) == ["control.py", "target.toml", "worker.py"]
+    target = load_target(folder)
+    assert target.observed_by is None and target.reconciler is None, "it judges from the probes until filled in"
+    toml = folder / "target.toml"
+    filled = re.sub(r"^# (\[observer|record|format|state|owner|attempt|queued|active|done|dead)", r"\1",
+                    toml.read_text(), flags=re.MULTILINE)
+    toml.write_text(filled)
+    target = load_target(folder)
+    assert target.observed_by == "the [observer] layout" and target.layout.covers == frozenset(
+        {"claim", "complete", "release", "fail"})
+
+
+def test_a_library_scaffold_of_a_kind_that_reads_no_layout_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--library scaffolds an observer declared as a key layout, which the "
+                                          "postgres kind does not read"):
+        new_target("my_lib", "postgres", tmp_path, library=True)
+    assert not (tmp_path / "my_lib").exists()

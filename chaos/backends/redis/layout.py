@@ -540,3 +540,28 @@ def parse_record_state(reply: Any, layout: RedisLayout, prefix: str) -> RecordSt
             state.scored[key] = dict.fromkeys(value, 0.0)
     return state
 
+
+
+# What `chaos target new --backend redis --library` appends to target.toml: the layout to fill in, commented
+# out so that the new target runs green (judged from the probes) until the library's keys are named.
+TEMPLATE = """
+# The queue's own record, read from Redis's replication stream with no observer code of yours: uncomment
+# the table below and name your library's keys (after the run's key prefix, which the control hands each
+# worker as CHAOS_NAMESPACE) and the fields of a job's record. docs/writing-a-target.md, section 10, has a
+# worked example; `chaos target check` then expects the record's claim and completion of its job.
+# [observer]
+# record = "job:{id}"      # the key of each job's record; {id} is the job's id there, the suite's job id
+# format = "json"          # json (a string holding a JSON object) | hash
+# state = "status"         # the field giving its state (a dotted path into JSON)
+# owner = "worker"         # the field naming the worker that holds it (the suite's name, or a probe's library_id)
+# attempt = "attempt"      # the field giving its attempt or claim token: the token your worker's probes send
+# [observer.states]        # the state field's values, by phase
+# queued = ["waiting"]
+# active = ["active"]
+# done = ["completed"]
+# dead = ["failed"]
+# [observer.lists]         # lists, sorted sets or sets of job ids, by phase; {owner} and * match a part of a key
+# queued = ["wait"]
+# active = ["active"]
+# dead = ["failed"]
+"""
