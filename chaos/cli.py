@@ -74,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("--backend", required=True, choices=sorted(KINDS), help="the backend kind it runs on")
     new.add_argument("--dir", type=Path, default=Path("targets"),
                      help="where to write its folder (default ./targets, where chaos finds targets by name)")
+    new.add_argument("--library", action="store_true",
+                     help="the form for a library's adapter: without the reference's observer and reconciler, "
+                          "its target.toml ending with a key layout to fill in, an observer from configuration "
+                          "(redis)")
     check = target_sub.add_parser("check", help="one fault-free run that proves the target's seams, naming what "
                                                 "is missing")
     check.add_argument("target", help="a target name or folder")
@@ -243,7 +247,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _target(args: argparse.Namespace) -> int:
     if args.target_command == "new":
-        folder = new_target(args.name, args.backend, args.dir)
+        folder = new_target(args.name, args.backend, args.dir, args.library)
         _say(f"wrote {folder} (from the bundled {reference_target(args.backend)}); next: chaos target check {folder}")
         return 0
     report = check_target(find_target(args.target), RunOptions(seed=1, runs_dir=args.runs_dir,

@@ -27,7 +27,7 @@ from typing import Any
 
 from chaos.backends.base import Backend
 from chaos.backends.options import ServerOption
-from chaos.backends.registry import KINDS, server_options
+from chaos.backends.registry import KINDS, layout_module, layout_observer, server_options
 from chaos.contract import SECONDS, Contract, is_seconds
 from chaos.contract_params import described, kind_of, referenced, resolve, tie
 from chaos.errors import ConfigError
@@ -77,6 +77,12 @@ class Target:
     ties: dict[str, str] = field(default_factory=dict)  # contract key -> the [params] value it is ("{param:NAME}")
     python: str | None = None  # [worker] python: the interpreter {python} names ("3.12" or a path), where not ours
     control_process: ControlCommand | None = None  # [control]: the control runs as a process of its own
+    layout: Any = None  # the observer declared as configuration ([observer]), as its kind's LAYOUT module parsed it
+
+    @property
+    def observed_by(self) -> str | None:
+        """What reads the queue's own record: its observer class ('module:Class'), its declared layout, or None."""
+        return self.observer or ("the [observer] layout" if self.layout is not None else None)
 
     def with_params(self, overrides: dict[str, str]) -> Target:
         """Apply `-p key=value` overrides (see `with_overrides`)."""
@@ -238,6 +244,9 @@ class Target:
         return control
 
     def load_observer(self, backend: Backend) -> Observer | None:
+        if self.layout is not None:
+            made: Observer = layout_observer(self.backend)(backend, dict(self.params), self.contract, self.layout)
+            return made
         if self.observer is None:
             return None
         observer: Observer = self._construct(self.observer, "observer", backend)
@@ -308,16 +317,21 @@ def load_target(folder: Path) -> Target:
     name = check_name(raw.get("name", folder.name), f"target name in {file}",
                       "Set name = \"...\" in target.toml (or rename the folder, whose name is the default).")
     observer = raw.get("observer")
-    if observer is not None and (not isinstance(observer, str) or not observer.partition(":")[0]):
+    layout = None
+    if isinstance(observer, dict):
+        layout, observer = _load_layout(observer, backend, file), None
+    elif observer is not None and (not isinstance(observer, str) or not observer.partition(":")[0]):
         raise ConfigError(f"{file}: observer = {observer!r}; expected 'module:Class' naming the target's observer "
-                          "(module.py in the target folder), or no observer key.")
+                          "(module.py in the target folder), an [observer] table declaring the queue's layout "
+                          "(on redis: docs/writing-a-target.md, section 10), or no observer key.")
     image = raw.get("image")
     if image is not None and (not isinstance(image, str) or not image.strip()):
         raise ConfigError(f"{file}: image = {image!r}; expected the name of a Docker image to run the workers in "
                           "(\"queue-chaos/python\" runs them on the host's Python), or no image key.")
     spec = raw.get("control", "control:Control") if control_process is None else "[control] command"
     return Target(name, folder.resolve(), str(raw.get("description", "")), backend, str(spec), worker, contract,
-                  params, choices, reconciler, server, float(grace), observer, image, ties, python, control_process)
+                  params, choices, reconciler, server, float(grace), observer, image, ties, python, control_process,
+                  layout)
 
 
 _CONTROL_KEYS = {"command": "a non-empty list of strings, the program and its arguments",
@@ -375,6 +389,16 @@ def _load_worker(raw: Any, file: Path) -> tuple[Any, str | None]:
 @cache
 def _interpreter(spec: str, base: Path, where: str) -> Interpreter:
     return find(spec, base, where)
+
+
+def _load_layout(table: dict[str, Any], backend: str, file: Path) -> Any:
+    """[observer] as a table: the queue's layout, which the backend kind's LAYOUT module reads as an observer."""
+    module = layout_module(backend)
+    if module is None:
+        raise ConfigError(f"{file}: [observer] declares a layout, but the {backend} kind reads no observer from "
+                          "configuration (redis does); expected observer = \"module:Class\" naming an observer class "
+                          "in the target folder, or no observer key.")
+    return module.parse_layout(table, str(file))
 
 
 _KIND_EXAMPLES = {"integer": "an integer", "number": "a finite number", "boolean": "true or false",

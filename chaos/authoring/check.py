@@ -153,7 +153,7 @@ def _judge(report: CheckReport, seen: dict[str, Any], verdict: Verdict, ledger: 
     _judge_worker(report, ledger)
     if "claimed" in seen:
         _judge_claimed(report, seen["claimed"].get(JOB, "absent"), seen["shows_deliveries"])
-    if report.target.observer is not None:
+    if report.target.observed_by is not None:
         _judge_observer(report, ledger)
     final = next((e.data.get("state") for e in ledger if e.kind == events.SNAPSHOT and e.job == JOB), "absent")
     if final in ("done", "absent"):  # a queue that deletes a completed job (a broker, beanstalkd) shows it absent
@@ -291,9 +291,9 @@ def _judge_observer(report: CheckReport, ledger: list[Event]) -> None:
             continue
         records = [e for e in ledger if e.kind == kind and e.job == JOB]
         if not records:
-            report.problems.append(f"The observer ({report.target.observer}) recorded no {what} of {JOB}: its read() "
-                                   f"must return the queue's {what} records (kind {kind.removeprefix('queue.')!r}) "
-                                   "once the queue has committed them.")
+            report.problems.append(f"The observer ({report.target.observed_by}) recorded no {what} of {JOB}: its "
+                                   f"read() must return the queue's {what} records (kind "
+                                   f"{kind.removeprefix('queue.')!r}) once the queue has committed them.")
         elif records[0].worker != WORKER:
             report.problems.append(f"The observer's {what} record of {JOB} names {records[0].worker!r}, not "
                                    f"{WORKER!r}: the actor must be the suite's name of the worker (the library's "

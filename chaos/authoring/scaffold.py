@@ -1,6 +1,10 @@
 """`chaos target new NAME --backend KIND`: a new target folder, copied from the bundled correct reference
 target of that backend kind, its target.toml headed by what to change and how to check it. It runs green
-as it is, so a user starts from a passing verdict and changes one thing at a time."""
+as it is, so a user starts from a passing verdict and changes one thing at a time.
+
+`--library` is for a library's adapter, whose keys are the library's: the reference's own observer and
+reconciler stay out (they read and repair the reference's layout, not the library's), and target.toml
+ends with the kind's layout to fill in (its LAYOUT module's TEMPLATE), an observer from configuration."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from chaos.backends.registry import KINDS, reference_target
+from chaos.backends.registry import KINDS, layout_module, reference_target
 from chaos.discovery import TARGETS, bundled
 from chaos.errors import ConfigError
 from chaos.names import check_name
@@ -30,7 +34,8 @@ HEADER = """\
 #               reports every job's state at the end (snapshot: pending, claimed, done, dead).
 #   observer.py (where the template has one, named by `observer` below) reads the queue's own record of
 #               claims and completions, which the checker judges beside the probes; drop both to judge
-#               from the probes alone.
+#               from the probes alone. On redis, `--library` leaves it out for an [observer] key layout
+#               at the end of this file, an observer from configuration.
 #   [server]    the backend server's settings (`chaos list` shows what each provider takes);
 #   [params]    your queue's own knobs: typed TOML values, handed to workers as JSON (-p key=value);
 #   [contract]  what your queue promises, which every verdict judges (docs/writing-a-target.md: how to
@@ -40,11 +45,28 @@ HEADER = """\
 """
 
 
-def new_target(name: str, kind: str, parent: Path) -> Path:
-    """Write parent/name from the kind's template; refuse to touch anything that exists."""
+LIBRARY_NOTE = """
+# Written with --library: the reference's reconciler and observer are left out. Until worker.py and
+# control.py are your library's, a killed worker's job stays where it was (nothing recovers it, so fault
+# scenarios fail); your library's own recovery is what they judge then.
+"""
+# What a library's adapter leaves out of the reference target: the code and the keys that start it.
+REFERENCE_ONLY = ("observer.py", "reconciler.py")
+REFERENCE_KEYS = ("observer", "reconciler")
+
+
+def new_target(name: str, kind: str, parent: Path, library: bool = False) -> Path:
+    """Write parent/name from the kind's template (with `library`, the form for a library's adapter);
+    refuse to touch anything that exists."""
     check_name(name, "target name", "Pick a plain name such as my_queue.")
     if kind not in KINDS:
         raise ConfigError(f"--backend {kind!r} is not a backend kind; expected one of {', '.join(KINDS)}.")
+    layout = layout_module(kind) if library else None
+    if library and layout is None:
+        readers = ", ".join(k for k in KINDS if layout_module(k) is not None)
+        raise ConfigError(f"--library scaffolds an observer declared as a key layout, which the {kind} kind does not "
+                          f"read (kinds that do: {readers}). Leave out --library: the new target starts from the "
+                          f"{kind} reference, and section 10 of docs/writing-a-target.md shows an observer class.")
     folder = parent / name
     try:
         exists = folder.exists()
@@ -58,8 +80,8 @@ def new_target(name: str, kind: str, parent: Path) -> Path:
     source = TARGETS.get(template, bundled("targets") / template)  # a plugin kind's reference is its own
     try:
         # The code only: the template's README tells its own findings, which are not the new target's.
-        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache",
-                                                                      "README.md"))
+        left_out = ("__pycache__", "*.pyc", ".mypy_cache", "README.md", *(REFERENCE_ONLY if library else ()))
+        shutil.copytree(source, folder, ignore=shutil.ignore_patterns(*left_out))
     except OSError as exc:
         shutil.rmtree(folder, ignore_errors=True)
         raise ConfigError(f"Cannot write {folder} ({exc.strerror or exc}); --dir must be a writable "
@@ -69,6 +91,9 @@ def new_target(name: str, kind: str, parent: Path) -> Path:
     toml = re.sub(r'^name = ".*"$', lambda _: f"name = {toml_string(name)}", toml, count=1, flags=re.MULTILINE)
     toml = re.sub(r'^description = ".*"$', lambda _: f"description = {toml_string(description)}", toml, count=1,
                   flags=re.MULTILINE)
+    if layout is not None:
+        keys = "|".join(REFERENCE_KEYS)
+        toml = re.sub(rf"^(?:{keys}) = .*\n", "", toml, flags=re.MULTILINE) + LIBRARY_NOTE + layout.TEMPLATE
     (folder / "target.toml").write_text(HEADER.format(template=template, kind=kind, path=shlex.quote(str(folder)))
                                         + toml, encoding="utf-8")
     return folder

@@ -6,7 +6,8 @@ PROVIDERS, whose factories import the server code only when a run opens one, so 
 cheap; SERVER_PACKAGE and REFERENCE_TARGET (see chaos.backends.packages, chaos.authoring.scaffold); and
 optionally EXPORTS, the public names of its control and observer code (`chaos` exports a built-in
 kind's), and WORKER_HELPERS, its modules that run inside a worker process (chaos.worker.<kind>), which
-bundled targets may import as they may `chaos`'s own names.
+bundled targets may import as they may `chaos`'s own names; and LAYOUT, the module that reads an
+observer declared as configuration in target.toml (`layout_module`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chaos.backends.base import Backend, BackendSettings
 from chaos.backends.options import ServerOption
@@ -133,6 +134,20 @@ def reference_target(kind: str) -> str:
     """The bundled correct target of `kind` that a new target starts from (its package's REFERENCE_TARGET)."""
     found: str = package(kind).REFERENCE_TARGET
     return found
+
+
+def layout_module(kind: str) -> ModuleType | None:
+    """The module whose `parse_layout(table, where)` reads a layout declared in target.toml's [observer]
+    table, where `kind` reads one (its package's LAYOUT)."""
+    name = getattr(package(kind), "LAYOUT", None)
+    return importlib.import_module(name) if name else None
+
+
+def layout_observer(kind: str) -> Any:
+    """The observer class of a declared layout (its package's LAYOUT_OBSERVER, 'module:Class'), built with
+    (backend, params, contract, layout)."""
+    module, _, name = str(package(kind).LAYOUT_OBSERVER).partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def server_options(kind: str) -> dict[str, ServerOption]:

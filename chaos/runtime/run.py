@@ -251,7 +251,7 @@ class Run:
             target=self.target.name, scenario=self.scenario.name, seed=self.seed, params=self.target.params,
             contract=self.target.contract.to_dict(), backend=self.options.backend, command=self.command,
             server=self.target.server_settings(self.provider.options),
-            observer=self.target.observer if self.options.observe else None,  # the queue's record: evidence too
+            observer=self.target.observed_by if self.options.observe else None,  # the queue's record: evidence too
             pid=os.getpid(), pid_create_time=psutil.Process().create_time(), host=socket.gethostname(),
             backend_kind=self.target.backend, worker_image=self.target.image,
             cleaned=self.cleaned,  # what killed runs in the same runs dir had left, removed before this one
@@ -365,10 +365,10 @@ class Run:
         stack.callback(observer.close)
         covers = getattr(observer, "covers", None)
         if not isinstance(covers, (set, frozenset)) or not covers <= set(RECORD_KINDS):
-            raise ConfigError(f"Target {self.target.name}: its observer {self.target.observer} has covers = "
+            raise ConfigError(f"Target {self.target.name}: its observer {self.target.observed_by} has covers = "
                               f"{covers!r}; expected a set of the record kinds it sees, among "
                               f"{', '.join(RECORD_KINDS)} (empty where the server shows none).")
-        self.ledger.append(events.observer_start(str(self.target.observer), sorted(observer.covers),
+        self.ledger.append(events.observer_start(str(self.target.observed_by), sorted(observer.covers),
                                                  str(getattr(observer, "note", "") or "")))
         observer.install()
         recorder = Recorder(observer, self.ledger).start()

@@ -20,6 +20,10 @@ REFERENCE_TARGET = "redis_reliable"  # the bundled correct target `chaos target 
 # The public names of its control and observer code (`chaos` exports them), and its worker-side modules.
 EXPORTS = {"RedisQueueControl": "chaos.backends.redis.control", "ReplicaObserver": "chaos.backends.redis.observer",
            "StreamObserver": "chaos.backends.redis.streams"}
+# An observer declared in target.toml's [observer] table: the module whose parse_layout(table, where) reads the
+# table, and the class built with (backend, params, contract, layout); a target's layout needs no observer code.
+LAYOUT = "chaos.backends.redis.layout"
+LAYOUT_OBSERVER = "chaos.backends.redis.observer:LayoutObserver"
 WORKER_HELPERS = ("chaos.worker.redis", "chaos.worker.redis_streams")
 
 PROVIDERS = {

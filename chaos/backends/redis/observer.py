@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Protocol
 import redis
 
 from chaos.backends.base import Backend
+from chaos.backends.redis.layout import READ_LAYOUT, RecordModel, RedisLayout, parse_record_state
 from chaos.backends.redis.replication import Change, ListModel, ReplicationRefused, StreamParser, parse_state
 from chaos.contract import Contract
 from chaos.errors import HarnessError
@@ -230,3 +231,27 @@ class ReplicaObserver:
         for change in changes:
             self._records.append(QueueRecord(change.kind, change.job, change.actor, at, next(self._order),
                                              change.token))
+
+
+class LayoutObserver(ReplicaObserver):
+    """The observer of a layout declared in target.toml's [observer] table (chaos.backends.redis.layout):
+    a library's own keys, replayed from the stream with no observer code of its author's. It covers the
+    record kinds the layout can show."""
+
+    sync_script: ClassVar[str] = READ_LAYOUT
+
+    def __init__(self, backend: Backend, params: dict[str, Any], contract: Contract, layout: RedisLayout) -> None:
+        self.layout = layout
+        self.prefix = backend.namespace
+        super().__init__(backend, params, contract)
+        if self.covers:
+            self.covers = layout.covers
+
+    def _model(self, db: int) -> ReplicaModel:
+        return RecordModel(self.layout, self.prefix, db)
+
+    def _state_call(self) -> tuple[list[str], str]:
+        return [], "\n".join(self.layout.globs(self.prefix))
+
+    def _parse_state(self, reply: Any) -> Any:
+        return parse_record_state(reply, self.layout, self.prefix)
