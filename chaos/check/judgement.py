@@ -157,12 +157,12 @@ def _late_recoveries(history: JobHistory, contract: Contract, run: RunHistory) -
         owner = next((e for e in history.executions if e.superseded_by is not None
                       and e.superseded_by.claim.seq == recovery.claim_seq), None)
         cause = earlier_loss(history, owner, fault, run) if owner is not None and fault is not None else None
-        claimed = next((e.claim.mono for e in history.executions if e.claim.seq == recovery.claim_seq), None)
+        claimer = next((e for e in history.executions if e.claim.seq == recovery.claim_seq), None)
+        claimed = claimer.claim.mono if claimer is not None else None
         seconds = recovery.seconds if cause is None or claimed is None else claimed - cause.at
         free = _waited_with_a_worker_free(claimed, seconds, run) if seconds > bound else 0.0
         if seconds <= bound or free <= bound:
             continue
-        claimer = next((e for e in history.executions if e.claim.seq == recovery.claim_seq), None)
         lost_owner = recovery.owner if owner is None else owner.who()  # by its label, where it has one
         by = recovery.by if claimer is None else claimer.who()
         proof = partial(proofs.late_recovery, run, fault, cause, lost_owner, claimer, free, bound)

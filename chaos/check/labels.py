@@ -51,6 +51,12 @@ class Labels:
     def of_event(self, event: Event) -> str | None:
         return self.of(event.job, event.worker, event.data.get("token"))
 
+    def of_record(self, record: Event) -> str:
+        """How a message names the execution a queue record names by its token: its label where the probes
+        reported that claim, else the record's worker."""
+        token = record.data.get("token")
+        return (self.of(record.job, record.worker, token) if token is not None else None) or record.worker or "?"
+
 
 def of_ledger(ledger: Iterable[Event]) -> Labels:
     """Every execution's label, from one pass over the ledger's claim reports."""

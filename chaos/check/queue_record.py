@@ -84,8 +84,8 @@ def judge_record(ledger: Sequence[Event], contract: Contract,
         witness = _witness(history, probes[job], origin, labels)
         for completion, took, stale in _stale_completions(history) if {"claim", "complete"} <= covers else ():
             owner = took.worker if took is not None and took.kind == events.QUEUE_CLAIM else None
-            by = f"after {_name(owner, took, labels)} claimed it" if owner else "after the queue had taken it back"
-            stale_one = _name(completion.worker, completion, labels)
+            by = f"after {labels.of_record(took)} claimed it" if owner and took else "after the queue had taken it back"
+            stale_one = labels.of_record(completion)
             message = (f"the queue's own record shows a completion of {job} by {stale_one} accepted {by}: "
                        f"two owners' word on one job, and the queue took the stale one's (judged from the queue's "
                        f"record, order {completion.data.get('order')})")
@@ -95,23 +95,13 @@ def judge_record(ledger: Sequence[Event], contract: Contract,
                                   "message": message + "; allowed: stale_ack = accepted"})
             else:
                 proof = proofs.stale_completion(origin, took, stale, completion,
-                                                {e.seq: _name(e.worker, e, labels) for e in (took, stale, completion)
+                                                {e.seq: labels.of_record(e) for e in (took, stale, completion)
                                                  if e is not None})
                 violations.append(Violation(STALE, job, f"{message}; the contract says stale_ack = "
                                             f"{contract.stale_ack}", witness, detail, proof.premises,
                                             proof.conclusion))
         anomalies += _disagreements(job, history, probes[job], covers, labels)
     return violations, anomalies
-
-
-def _name(worker: str | None, record: Event | None, labels: Labels) -> str:
-    """How a message names the execution a record belongs to: its label where the probes reported its
-    claim, else the worker."""
-    if record is not None and record.data.get("token") is not None:
-        label = labels.of(record.job, worker, record.data["token"])
-        if label is not None:
-            return label
-    return worker or "?"
 
 
 def _stale_completions(history: list[Event]) -> list[tuple[Event, Event | None, Event | None]]:

@@ -71,18 +71,12 @@ def _after_a_recorded_completion(history: JobHistory, run: RunHistory) -> Rerun 
         elif completion is not None:
             after = entry.mono - completion.mono
             return Rerun(completion, entry,
-                         f"the queue's own record shows a claim of it by {_name(run, entry)} (order "
+                         f"the queue's own record shows a claim of it by {run.labels.of_record(entry)} (order "
                          f"{entry.data.get('order')}, journaled at {run.at(entry)}) after it recorded a completion "
-                         f"of it by {_name(run, completion)} (order {completion.data.get('order')}, journaled at "
-                         f"{run.at(completion)}). The queue ran a job it had completed again",
+                         f"of it by {run.labels.of_record(completion)} (order {completion.data.get('order')}, "
+                         f"journaled at {run.at(completion)}). The queue ran a job it had completed again",
                          {"source": "queue", "completed_by": completion.worker,
                           "completion_token": completion.data.get("token"), "completion_seq": completion.seq,
                           "claimer": entry.worker, "claimer_token": entry.data.get("token"),
                           "claim_seq": entry.seq, "after_s": round(after, 4)})
     return None
-
-
-def _name(run: RunHistory, record: Event) -> str:
-    """The execution a record of the queue's names, by its label where the probes reported its claim."""
-    token = record.data.get("token")
-    return (run.labels.of(record.job, record.worker, token) if token is not None else None) or record.worker or "?"
