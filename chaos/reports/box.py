@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from chaos import events
-from chaos.check.labels import Labels, of_ledger
+from chaos.check.labels import Labels
 from chaos.check.verdict import PREMISE_NOT_HELD, Verdict
 from chaos.check.violation_kinds import DOCS_PAGE, VIOLATION_KINDS, doc_anchor
 from chaos.reports.formatting import as_sentence, esc
@@ -289,6 +289,12 @@ def workers_of(ledger: Sequence[events.Event]) -> list[str]:
     return list(dict.fromkeys(e.worker for e in ledger if e.kind == events.PROCESS_START and e.worker))
 
 
-def page_box(verdict: Verdict, ledger: Sequence[events.Event]) -> str:
-    """report.html's box, from the verdict and the run's ledger (its labels, its workers' logs)."""
-    return f"<style>{STYLE}</style>" + html(build(verdict.to_dict(), of_ledger(ledger)), workers_of(ledger))
+def page_box(built: Box, ledger: Sequence[events.Event]) -> str:
+    """report.html's box, linking the logs of the run's workers (from its ledger)."""
+    return f"<style>{STYLE}</style>" + html(built, workers_of(ledger))
+
+
+def of_verdict(verdict: Verdict, labels: Labels | None, built: Box | None = None) -> Box:
+    """The box a report shows: `built` where the caller has it (write_reports builds it once, from the
+    verdict's dict it writes anyway), else built now."""
+    return built if built is not None else build(verdict.to_dict(), labels)

@@ -24,15 +24,17 @@ WITNESS_LINES = 40
 def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> None:
     """Every report of the verdict into `run_dir`; a directory that cannot take them (a full disk, a
     read-only copy) is the machine's problem, said in one paragraph."""
-    verdict_json = json.dumps(finite(verdict.to_dict()), indent=2, default=str, allow_nan=False)
+    document = verdict.to_dict()
+    verdict_json = json.dumps(finite(document), indent=2, default=str, allow_nan=False)
     labels = of_ledger(events)
+    built = box.build(document, labels)  # once: every report shows it
     try:
         run_dir.mkdir(exist_ok=True)
         (run_dir / "verdict.json").write_text(verdict_json + "\n")
-        (run_dir / "summary.txt").write_text(summary(verdict, run_dir, labels) + "\n")
-        (run_dir / "summary.md").write_text(markdown(verdict, labels) + "\n")
-        junit(verdict, labels).write(run_dir / "junit.xml", encoding="utf-8", xml_declaration=True)
-        (run_dir / "report.html").write_text(timeline.render(verdict, events) + "\n")
+        (run_dir / "summary.txt").write_text(summary(verdict, run_dir, labels, built) + "\n")
+        (run_dir / "summary.md").write_text(markdown(verdict, labels, built) + "\n")
+        junit(verdict, labels, built).write(run_dir / "junit.xml", encoding="utf-8", xml_declaration=True)
+        (run_dir / "report.html").write_text(timeline.render(verdict, events, built) + "\n")
     except OSError as exc:
         raise ConfigError(f"Cannot write the reports into {run_dir} ({exc.strerror or exc}); the verdict was "
                           f"{verdict.verdict.upper()}, and the ledger beside it keeps the whole run. Make room or "
@@ -40,15 +42,16 @@ def write_reports(run_dir: Path, verdict: Verdict, events: Sequence[Event]) -> N
                           "writes them.") from exc
 
 
-def junit(verdict: Verdict, labels: Labels | None = None) -> ET.ElementTree:
+def junit(verdict: Verdict, labels: Labels | None = None, built: box.Box | None = None) -> ET.ElementTree:
     """One test case per run: failed with each violation (the message is the box's first cause, the text
     begins with the box), skipped when inconclusive or skipped, errored on a crash."""
     suite = ET.Element("testsuite", name="queue-chaos", tests="1")
     case = ET.SubElement(suite, "testcase", classname=f"chaos.{verdict.target}", name=verdict.scenario)
-    text = summary(verdict, labels=labels)
+    built = box.of_verdict(verdict, labels, built)
+    text = summary(verdict, labels=labels, built=built)
     if verdict.verdict == "fail":
         suite.set("failures", "1")
-        ET.SubElement(case, "failure", message=box.build(verdict.to_dict(), labels).first_line).text = text
+        ET.SubElement(case, "failure", message=built.first_line).text = text
     elif verdict.verdict == "error":
         suite.set("errors", "1")
         ET.SubElement(case, "error", message=(verdict.error or "error").splitlines()[0][:200]).text = text
@@ -59,10 +62,10 @@ def junit(verdict: Verdict, labels: Labels | None = None) -> ET.ElementTree:
     return ET.ElementTree(suite)
 
 
-def markdown(verdict: Verdict, labels: Labels | None = None) -> str:
+def markdown(verdict: Verdict, labels: Labels | None = None, built: box.Box | None = None) -> str:
     """A few lines that fit a CI step summary, the box first; the details stay in verdict.json."""
     lines = [f"### {verdict.verdict.upper()}: `{verdict.target}` x `{verdict.scenario}` (seed {verdict.seed})", ""]
-    lines += box.markdown(box.build(verdict.to_dict(), labels)) + [""]
+    lines += box.markdown(box.of_verdict(verdict, labels, built)) + [""]
     lines += ["| outcome | jobs |", "|---|---|"]
     lines += [f"| {name} | {count} |" for name, count in verdict.counts.items() if count] + [""]
     for fault in verdict.faults:
@@ -84,10 +87,11 @@ def witness_line(entry: dict[str, Any], labels: Labels | None = None) -> str:
     return event_line(entry, labels)
 
 
-def summary(verdict: Verdict, run_dir: Path | None = None, labels: Labels | None = None) -> str:
+def summary(verdict: Verdict, run_dir: Path | None = None, labels: Labels | None = None,
+            built: box.Box | None = None) -> str:
     """The box first (it holds the verdict's line), then the counts, faults, notes and each violation's
     witness; `labels` (from the run's ledger) name executions w1#2."""
-    lines = box.text(box.build(verdict.to_dict(), labels))
+    lines = box.text(box.of_verdict(verdict, labels, built))
     if verdict.contract:
         lines.append("contract: " + contract_words(verdict.contract))
     if verdict.counts:

@@ -163,8 +163,8 @@ DEFS = ("<defs><pattern id='open-hatch' width='6' height='6' patternUnits='userS
 
 
 
-def render(verdict: Verdict, ledger: Sequence[Event]) -> str:
-    """The whole page, as one string."""
+def render(verdict: Verdict, ledger: Sequence[Event], built: box.Box | None = None) -> str:
+    """The whole page, as one string; `built`: its red-build box, where the caller has built it."""
     lease = verdict.contract.get("lease_s")
     lease_s = float(lease) if isinstance(lease, (int, float)) and not isinstance(lease, bool) and lease > 0 else None
     run = build_run(ledger, lease_s, verdict.contract.get("lease_scope") == "worker")
@@ -182,7 +182,8 @@ def render(verdict: Verdict, ledger: Sequence[Event]) -> str:
     head = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>queue-chaos {esc(title)}</title>"
             f"<style>{STYLE}</style></head><body>",
             f"<svg width='0' height='0' style='position:absolute' aria-hidden='true'>{DEFS}</svg>",
-            f"<h1 class='{esc(verdict.verdict)}'>{esc(title)}</h1>", box.page_box(verdict, ledger)]
+            f"<h1 class='{esc(verdict.verdict)}'>{esc(title)}</h1>",
+            box.page_box(box.of_verdict(verdict, run.names, built), ledger)]
     if verdict.error:
         head.append(f"<p class='error'>Error: {esc(verdict.error.splitlines()[0])}</p>")
     head += [f"<p class='note'>note: {esc(note)}</p>" for note in verdict.notes]
